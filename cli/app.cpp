@@ -1,0 +1,90 @@
+#include "cli/app.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/device_list.hpp"
+#include "probes/error.hpp"
+#include "reports/output_file.hpp"
+
+namespace commtool::cli {
+
+const char* const kExitCodeHelp =
+    "Exit codes:\n"
+    "  0  ran (a report of an empty machine counts)\n"
+    "  2  bad usage or input: an unknown option, a malformed value or file\n"
+    "  3  the machine lacks what was asked: no GPU, no NCCL, no P2P\n"
+    "  4  a measurement failed verification: the data was wrong\n"
+    "  5  a timeout or a hang was detected\n"
+    "\n"
+    "See man commtool for every option and what each figure means.";
+
+void emit(const GlobalOptions& global, const std::string& document) {
+  if (global.output.empty()) {
+    std::cout << document << std::flush;
+  } else {
+    reports::write_atomically(global.output, document);
+  }
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"commtool: why GPU communication on this machine is slow or stuck",
+               "commtool"};
+  app.footer(kExitCodeHelp);
+  app.fallthrough();  // global options may follow the subcommand: commtool topo --json
+  app.require_subcommand(0, 1);
+
+  GlobalOptions global;
+  bool version = false;
+  app.add_flag("--version", version,
+               "Print commtool's version and the CUDA, driver, NCCL and CUPTI versions found");
+  app.add_flag("--json", global.json, "Print one JSON document (with schema_version)");
+  app.add_option("--output", global.output,
+                 "Write the report to FILE (whole or not at all) instead of standard output")
+      ->type_name("FILE");
+  app.add_option("--devices", global.devices, "GPUs to use: 'all' or indices such as 0,1 or 0-3")
+      ->type_name("LIST")
+      ->capture_default_str();
+  app.add_option("--timeout", global.timeout_s,
+                 "Seconds any single GPU operation or driver query may take before commtool "
+                 "gives up with exit code 5")
+      ->type_name("SEC")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
+  app.add_flag("-v,--verbose", global.verbose, "Say what is being done and how long it took");
+
+  Runner topo = register_topo(app, global);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);  // prints help, or the message with a hint
+    return rc == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
+  }
+
+  try {
+    if (version) {
+      print_version();
+      return 0;
+    }
+    if (app.get_subcommands().empty()) {
+      std::cerr << app.help() << "\ncommtool: name a subcommand\n";
+      return static_cast<int>(ExitCode::kUsage);
+    }
+    global.device_indices = parse_device_list(global.devices);
+    if (!global.output.empty()) reports::check_writable(global.output);
+    if (app.got_subcommand("topo")) return topo();
+    return static_cast<int>(ExitCode::kUsage);
+  } catch (const Error& e) {
+    std::cerr << "commtool: " << e.what() << "\n";
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::cerr << "commtool: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace commtool::cli

@@ -1,0 +1,23 @@
+// Each subcommand registers its options on the app and hands a plain options struct to its
+// run function; parsing never leaks into measurement.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+#include "cli/app.hpp"
+
+namespace commtool::cli {
+
+// A registered subcommand's work, called after parsing when it was chosen. Returns the exit code.
+using Runner = std::function<int()>;
+
+Runner register_topo(CLI::App& app, const GlobalOptions& global);
+
+// Prints commtool's version and the versions of the GPU stack found at run time.
+void print_version();
+
+// Writes a finished document where --output says (atomically) or to standard output.
+void emit(const GlobalOptions& global, const std::string& document);
+
+}  // namespace commtool::cli

@@ -1,0 +1,87 @@
+#include <fmt/format.h>
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "probes/topo/classify.hpp"
+#include "probes/error.hpp"
+#include "probes/topo/discover.hpp"
+#include "probes/watchdog.hpp"
+#include "reports/topo_report.hpp"
+
+namespace commtool::cli {
+
+namespace {
+
+struct TopoOptions {
+  std::string nccl_xml;
+  std::string sysfs_root;
+  bool dot = false;
+};
+
+int run_topo(const GlobalOptions& global, const TopoOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  // Driver queries can hang on a sick GPU; --timeout bounds the whole discovery.
+  Watchdog watchdog("topo", std::chrono::duration<double>(global.timeout_s));
+  auto started = Clock::now();
+  auto last = started;
+  const char* last_stage = nullptr;
+  topo::DiscoverOptions discover;
+  discover.nccl_xml = options.nccl_xml;
+  discover.sysfs_root = options.sysfs_root;
+  discover.on_stage = [&](const char* stage) {
+    watchdog.stage(stage);
+    auto now = Clock::now();
+    if (global.verbose && last_stage) {
+      std::cerr << fmt::format("topo: {} took {:.1f} ms\n", last_stage,
+                               std::chrono::duration<double, std::milli>(now - last).count());
+    }
+    last = now;
+    last_stage = stage;
+  };
+  topo::Topology topology = topo::discover(discover);
+  if (!global.device_indices.empty()) topo::select_gpus(topology, global.device_indices);
+  topo::Analysis analysis = topo::analyze(topology);
+
+  std::string document;
+  if (global.json) {
+    document = reports::topo_to_json(topology, analysis).dump(2) + "\n";
+  } else if (options.dot) {
+    document = reports::render_topo_dot(topology);
+  } else {
+    document = reports::render_topo_text(topology, analysis);
+  }
+  emit(global, document);
+  if (global.verbose) {
+    std::cerr << fmt::format("topo: done in {:.1f} ms\n",
+                             std::chrono::duration<double, std::milli>(Clock::now() - started)
+                                 .count());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner register_topo(CLI::App& app, const GlobalOptions& global) {
+  auto options = std::make_shared<TopoOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "topo", "What is connected to what: GPUs, PCIe tree, NVLink, NICs, P2P, and what is wrong");
+  cmd->add_option("--nccl-xml", options->nccl_xml,
+                  "Report on the machine described by this NCCL topology file "
+                  "(NCCL_TOPO_DUMP_FILE output or a vendor's NCCL_TOPO_FILE)")
+      ->type_name("FILE");
+  cmd->add_option("--sysfs-root", options->sysfs_root,
+                  "Read this captured sysfs tree instead of /sys (NVML and CUDA are not asked)")
+      ->type_name("DIR");
+  cmd->add_flag("--dot", options->dot, "Print the PCIe tree and NVLinks as Graphviz (dot -Tsvg)");
+  return [&global, options] {
+    if (options->dot && global.json) {
+      throw usage_error("--dot and --json both choose the output format; give one");
+    }
+    return run_topo(global, *options);
+  };
+}
+
+}  // namespace commtool::cli

@@ -1,0 +1,83 @@
+#include "probes/runtime_versions.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <cstdlib>
+
+#include "probes/dynlib.hpp"
+
+namespace commtool {
+
+namespace {
+
+std::string cuda_version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+
+// NCCL and CUPTI are rarely on the loader path of a CUDA install, so look where the toolkit is.
+std::vector<std::string> candidates(const std::string& soname) {
+  std::vector<std::string> out{soname};
+  if (const char* home = std::getenv("CUDA_HOME")) out.push_back(std::string(home) + "/lib64/" + soname);
+  out.push_back("/usr/local/cuda/lib64/" + soname);
+  out.push_back("/usr/local/cuda/extras/CUPTI/lib64/" + soname);
+  return out;
+}
+
+std::string nccl_version() {
+  DynamicLibrary lib(candidates("libnccl.so.2"));
+  if (!lib) return "not found (" + lib.error() + ")";
+  using GetVersion = int (*)(int*);
+  auto get = lib.symbol<GetVersion>("ncclGetVersion");
+  int code = 0;
+  if (get == nullptr || get(&code) != 0) return "found, but ncclGetVersion failed";
+  // NCCL_VERSION_CODE is major*10000 + minor*100 + patch since NCCL 2.9.
+  return fmt::format("{}.{}.{} ({})", code / 10000, (code % 10000) / 100, code % 100,
+                     lib.path_of(reinterpret_cast<void*>(get)));
+}
+
+std::string cupti_version() {
+  DynamicLibrary lib(candidates("libcupti.so.13"));
+  if (!lib) lib = DynamicLibrary(candidates("libcupti.so"));
+  if (!lib) return "not found (" + lib.error() + ")";
+  using GetVersion = int (*)(uint32_t*);
+  auto get = lib.symbol<GetVersion>("cuptiGetVersion");
+  uint32_t api = 0;
+  if (get == nullptr || get(&api) != 0) return "found, but cuptiGetVersion failed";
+  return fmt::format("API version {} ({})", api, lib.path_of(reinterpret_cast<void*>(get)));
+}
+
+std::string nvidia_driver_version() {
+  DynamicLibrary lib({"libnvidia-ml.so.1"});
+  if (!lib) return "not found (" + lib.error() + ")";
+  using Init = int (*)();
+  using Version = int (*)(char*, unsigned);
+  auto init = lib.symbol<Init>("nvmlInit_v2");
+  auto version = lib.symbol<Version>("nvmlSystemGetDriverVersion");
+  auto shutdown = lib.symbol<Init>("nvmlShutdown");
+  if (!init || !version || !shutdown || init() != 0) return "NVML found, but nvmlInit failed";
+  char text[96] = {};
+  int rc = version(text, sizeof text);
+  shutdown();
+  return rc == 0 ? std::string(text) : "NVML found, but the driver version is unreadable";
+}
+
+}  // namespace
+
+RuntimeVersions query_runtime_versions() {
+  RuntimeVersions v;
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  v.cuda_runtime = cuda_version_string(runtime) + " (linked statically)";
+  int driver = 0;
+  if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0) {
+    v.cuda_driver = cuda_version_string(driver);
+  } else {
+    v.cuda_driver = "not found (no libcuda.so.1: no NVIDIA driver)";
+  }
+  v.nvidia_driver = nvidia_driver_version();
+  v.nccl = nccl_version();
+  v.cupti = cupti_version();
+  return v;
+}
+
+}  // namespace commtool

@@ -1,0 +1,58 @@
+#include "probes/topo/discover.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "probes/error.hpp"
+#include "probes/topo/cuda_query.hpp"
+#include "probes/topo/nccl_xml.hpp"
+#include "probes/topo/nvml.hpp"
+#include "probes/topo/sysfs_reader.hpp"
+
+namespace commtool::topo {
+
+Topology discover(const DiscoverOptions& options) {
+  if (!options.nccl_xml.empty() && !options.sysfs_root.empty()) {
+    throw usage_error("--nccl-xml and --sysfs-root both name a machine to read; give one");
+  }
+  auto stage = [&](const char* name) {
+    if (options.on_stage) options.on_stage(name);
+  };
+  if (!options.nccl_xml.empty()) {
+    stage("nccl-xml");
+    return read_nccl_xml_file(options.nccl_xml);
+  }
+  stage("sysfs");
+  if (!options.sysfs_root.empty()) {
+    Topology t = read_sysfs({options.sysfs_root, /*strict=*/true, /*cpuinfo=*/""});
+    t.missing.push_back({"NVML and CUDA", "not asked: the sysfs tree read is a capture, "
+                                          "not necessarily this machine"});
+    return t;
+  }
+  Topology t = read_sysfs({});
+  stage("nvml");
+  enrich_with_nvml(t);
+  stage("cuda");
+  enrich_with_cuda(t);
+  stage("done");
+  return t;
+}
+
+void select_gpus(Topology& topo, const std::vector<int>& indices) {
+  for (int i : indices) {
+    bool present = std::any_of(topo.gpus.begin(), topo.gpus.end(),
+                               [&](const Gpu& g) { return g.index == i; });
+    if (!present) {
+      throw usage_error(fmt::format(
+          "--devices: GPU {} does not exist here; {}", i,
+          topo.gpus.empty() ? std::string("no GPU was found")
+                            : fmt::format("GPUs are numbered 0 to {}", topo.gpus.size() - 1)));
+    }
+  }
+  auto keep = [&](int i) { return std::find(indices.begin(), indices.end(), i) != indices.end(); };
+  std::erase_if(topo.gpus, [&](const Gpu& g) { return !keep(g.index); });
+  std::erase_if(topo.p2p, [&](const P2pPair& p) { return !keep(p.gpu_a) || !keep(p.gpu_b); });
+}
+
+}  // namespace commtool::topo

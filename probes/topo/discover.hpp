@@ -1,0 +1,27 @@
+// Where a Topology comes from: the live machine (sysfs + NVML + CUDA), a captured sysfs tree,
+// or an NCCL topology file. The one entry point the CLI calls.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "probes/topo/topology.hpp"
+
+namespace commtool::topo {
+
+struct DiscoverOptions {
+  std::string nccl_xml;     // read this NCCL XML file instead of the machine
+  std::string sysfs_root;   // read this captured sysfs tree instead of /sys
+  // Called as each stage starts ("sysfs", "nvml", "cuda", "nccl-xml"), for timing and for a
+  // watchdog to name what hung. String literals only.
+  std::function<void(const char*)> on_stage;
+};
+
+Topology discover(const DiscoverOptions& options);
+
+// Keeps the GPUs whose index is listed (and the P2P facts between them). An index the
+// topology lacks is bad input.
+void select_gpus(Topology& topo, const std::vector<int>& indices);
+
+}  // namespace commtool::topo

@@ -1,0 +1,296 @@
+#include "probes/topo/findings.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+#include "probes/topo/link_rate.hpp"
+
+namespace commtool::topo {
+
+namespace {
+
+std::string gpu_name(const Gpu& g) { return fmt::format("GPU{} ({})", g.index, g.bdf); }
+
+const Nic* find_nic(const Topology& topo, int index) {
+  for (const Nic& n : topo.nics) {
+    if (n.index == index) return &n;
+  }
+  return nullptr;
+}
+
+// Bridges between a device and its root complex that redirect peer requests upstream.
+std::vector<std::string> acs_redirecting_bridges(const Topology& topo, const std::string& bdf) {
+  std::vector<std::string> out;
+  const PciNode* node = topo.find_pci(bdf);
+  for (int depth = 0; node && !node->parent_bdf.empty() && depth < 64; ++depth) {
+    node = topo.find_pci(node->parent_bdf);
+    if (node && node->acs_p2p_redirect == 1) out.push_back(node->bdf);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string p2p_refusal_reason(const Topology& topo, const Gpu& a, const Gpu& b,
+                               const Connection& path) {
+  if (path.path == PathClass::kSys) {
+    return "the GPUs hang off different CPU sockets: the driver does not route PCIe "
+           "peer-to-peer over the inter-socket link";
+  }
+  auto acs = acs_redirecting_bridges(topo, a.bdf);
+  for (const auto& bridge : acs_redirecting_bridges(topo, b.bdf)) acs.push_back(bridge);
+  if (!acs.empty() && (path.path == PathClass::kPix || path.path == PathClass::kPxb)) {
+    return fmt::format(
+        "ACS P2P Request Redirect is enabled on bridge {}: peer requests are sent up to the "
+        "root complex, which does not forward them (disable ACS on the switch ports)",
+        acs.front());
+  }
+  if (topo.in_vm) {
+    return "this is a virtual machine: the hypervisor does not expose peer-to-peer between "
+           "passed-through GPUs";
+  }
+  if (path.path == PathClass::kNode) {
+    return "the GPUs are under different PCIe root complexes: the chipset does not forward "
+           "peer traffic between host bridges";
+  }
+  if (topo.iommu_groups > 0) {
+    return fmt::format(
+        "an IOMMU is active ({} groups): device-to-device DMA is translated and the driver "
+        "disables P2P (boot with iommu=pt or turn off the IOMMU for these devices)",
+        topo.iommu_groups);
+  }
+  return "the driver refuses P2P on this path (GPU model or driver policy); "
+         "`nvidia-smi topo -p2p r` shows the driver's own status";
+}
+
+std::vector<P2pVerdict> p2p_verdicts(const Topology& topo, const ConnectionMatrix& m) {
+  std::vector<P2pVerdict> out;
+  const size_t n = topo.gpus.size();
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + 1; j < n; ++j) {
+      const Gpu& a = topo.gpus[i];
+      const Gpu& b = topo.gpus[j];
+      P2pVerdict v;
+      v.gpu_a = a.index;
+      v.gpu_b = b.index;
+      // CUDA answers per ordered pair; a pair counts as usable only when both directions are.
+      int answers = 0;
+      bool both = true;
+      for (const P2pPair& p : topo.p2p) {
+        bool forward = p.gpu_a == a.index && p.gpu_b == b.index;
+        bool backward = p.gpu_a == b.index && p.gpu_b == a.index;
+        if (!forward && !backward) continue;
+        ++answers;
+        both = both && p.can_access;
+        if (forward) {
+          v.performance_rank = p.performance_rank;
+          v.native_atomics = p.native_atomics;
+        }
+      }
+      v.known = answers > 0;
+      v.can_access = v.known && both;
+      if (v.known && !v.can_access) v.reason = p2p_refusal_reason(topo, a, b, m.cells[i][j]);
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+std::string p2p_summary(const Topology& topo) {
+  if (topo.gpus.empty()) return "no GPU";
+  if (topo.gpus.size() == 1) return "no peer: only one GPU, so there is no pair to connect";
+  if (!topo.p2p_queried) return "unknown: CUDA was not asked (see what is missing)";
+  return {};
+}
+
+namespace {
+
+void pcie_findings(const Topology& topo, std::vector<Finding>& out) {
+  for (const Gpu& g : topo.gpus) {
+    const PcieLink& l = g.pcie;
+    if (l.current_width > 0 && l.attainable_width() > 0 && l.current_width < l.attainable_width()) {
+      out.push_back({Severity::kWarning, "pcie-width-degraded",
+                     fmt::format("{} PCIe link trained to x{}, capable of x{}: host<->device "
+                                 "bandwidth is cut to {:.0f}%",
+                                 gpu_name(g), l.current_width, l.attainable_width(),
+                                 100.0 * l.current_width / l.attainable_width()),
+                     fmt::format("current_link_width={} max_link_width={}{}", l.current_width,
+                                 l.max_width,
+                                 l.port_max_width ? fmt::format(" port max_link_width={}",
+                                                                l.port_max_width)
+                                                  : ""),
+                     "reseat the card or check the riser/slot; the link width does not drop at "
+                     "idle, so this is a hardware or BIOS problem"});
+    }
+    if (l.port_max_gen > 0 && l.max_gen > 0 && l.port_max_gen < l.max_gen) {
+      out.push_back({Severity::kWarning, "pcie-slot-limits-gen",
+                     fmt::format("{} supports PCIe Gen{} but its slot only Gen{}: the link "
+                                 "cannot exceed {:.1f} GB/s per direction",
+                                 gpu_name(g), l.max_gen, l.port_max_gen,
+                                 pcie_raw_gbps(l.port_max_gen, l.attainable_width())),
+                     fmt::format("device max_link_speed={}, upstream port max_link_speed={}",
+                                 pcie_speed_string(l.max_gen), pcie_speed_string(l.port_max_gen)),
+                     "move the GPU to a slot of its generation, or check the BIOS PCIe speed "
+                     "setting"});
+    }
+    if (l.current_gen > 0 && l.attainable_gen() > 0 && l.current_gen < l.attainable_gen()) {
+      out.push_back({Severity::kNote, "pcie-gen-below-max",
+                     fmt::format("{} link runs at Gen{} now, capable of Gen{}: GPUs lower the "
+                                 "link generation when idle, so this is expected unless it "
+                                 "stays low under load",
+                                 gpu_name(g), l.current_gen, l.attainable_gen()),
+                     fmt::format("current_link_speed={} max_link_speed={}",
+                                 pcie_speed_string(l.current_gen),
+                                 pcie_speed_string(l.attainable_gen())),
+                     "read it again while a copy runs (nvidia-smi -q -d PCIE shows the current "
+                     "generation)"});
+    }
+  }
+}
+
+void numa_findings(const Topology& topo, const Analysis& a, std::vector<Finding>& out) {
+  for (const Gpu& g : topo.gpus) {
+    if (g.numa_node != kUnknownNuma) continue;
+    bool several = topo.numa_node_count > 1;
+    out.push_back(
+        {several ? Severity::kWarning : Severity::kNote, "numa-unknown",
+         fmt::format("{} has no NUMA node (numa_node = -1): host memory and threads cannot be "
+                     "placed near it{}",
+                     gpu_name(g),
+                     several ? "" : "; with one NUMA node on this machine it costs nothing"),
+         fmt::format("numa_node=-1, {} NUMA node(s) known to the OS{}",
+                     topo.numa_node_count, topo.in_vm ? ", hypervisor flag set (VM)" : ""),
+         topo.in_vm ? "VMs often hide the NUMA layout; ask for a NUMA-aware instance type"
+                    : "enable ACPI SRAT/NUMA in the BIOS"});
+  }
+  // nic_pairing is built in the order of topo.gpus.
+  for (size_t k = 0; k < a.nic_pairing.size() && k < topo.gpus.size(); ++k) {
+    const NicPairing& p = a.nic_pairing[k];
+    const Nic* nic = find_nic(topo, p.nic);
+    const Gpu& g = topo.gpus[k];
+    if (nic == nullptr) continue;
+    if (g.numa_node != kUnknownNuma && nic->numa_node != kUnknownNuma &&
+        g.numa_node != nic->numa_node) {
+      out.push_back({Severity::kWarning, "nic-numa-mismatch",
+                     fmt::format("{} and its nearest NIC {} are on different NUMA nodes ({} vs "
+                                 "{}): network traffic for this GPU crosses the inter-socket link",
+                                 gpu_name(g), nic->name, g.numa_node, nic->numa_node),
+                     fmt::format("path GPU{}-NIC{} is {}", g.index, nic->index, label(p.path)),
+                     "put a NIC on the GPU's socket, or pin the rank's threads to the NIC's "
+                     "NUMA node"});
+    } else if (p.path.path >= PathClass::kPhb) {
+      out.push_back({Severity::kNote, "nic-behind-cpu",
+                     fmt::format("{}'s nearest NIC {} is reached through the CPU ({}): NCCL "
+                                 "uses GPUDirect RDMA only up to PXB by default",
+                                 gpu_name(g), nic->name, label(p.path)),
+                     fmt::format("path GPU{}-NIC{} is {}", g.index, nic->index, label(p.path)),
+                     "expect network traffic to be staged through host memory; "
+                     "NCCL_NET_GDR_LEVEL=PHB allows GPUDirect RDMA over this path"});
+    }
+  }
+}
+
+// Pairs are summarised per cause, so that eight GPUs on two sockets give one line, not sixteen.
+void gpu_pair_findings(const Topology& topo, const Analysis& a, std::vector<Finding>& out) {
+  const size_t n = topo.gpus.size();
+  std::string nv_example, pcie_example;
+  std::vector<std::string> cross_root_pairs;
+  std::set<std::string> roots_seen;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + 1; j < n; ++j) {
+      const Connection& c = a.matrix.cells[i][j];
+      std::string pair = fmt::format("GPU{}-GPU{} {}", topo.gpus[i].index, topo.gpus[j].index,
+                                     label(c));
+      if (c.path == PathClass::kNvLink) {
+        if (nv_example.empty()) nv_example = pair;
+        continue;
+      }
+      if (pcie_example.empty()) pcie_example = pair;
+      const PciNode* pa = topo.find_pci(topo.gpus[i].bdf);
+      const PciNode* pb = topo.find_pci(topo.gpus[j].bdf);
+      if (pa && pb && pa->root_complex != pb->root_complex) {
+        cross_root_pairs.push_back(pair);
+        roots_seen.insert(fmt::format("GPU{} under {}", topo.gpus[i].index, pa->root_complex));
+        roots_seen.insert(fmt::format("GPU{} under {}", topo.gpus[j].index, pb->root_complex));
+      }
+    }
+  }
+  if (!cross_root_pairs.empty()) {
+    out.push_back({Severity::kWarning, "different-root-complexes",
+                   fmt::format("{} GPU pair(s) without NVLink sit under different root "
+                               "complexes: their traffic crosses the CPU ({})",
+                               cross_root_pairs.size(), fmt::join(cross_root_pairs, ", ")),
+                   fmt::format("{}", fmt::join(roots_seen, ", ")),
+                   "keep tightly coupled ranks on GPUs of one root complex or PCIe switch"});
+  }
+  if (!nv_example.empty() && !pcie_example.empty()) {
+    out.push_back({Severity::kWarning, "mixed-link-types",
+                   "some GPU pairs talk over NVLink and others over PCIe: a ring or tree runs "
+                   "at the pace of its slowest link",
+                   fmt::format("{}; {}", nv_example, pcie_example),
+                   "restrict the job to GPUs that share NVLink (CUDA_VISIBLE_DEVICES)"});
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> refused;  // reason -> pairs
+  for (const P2pVerdict& v : a.p2p) {
+    if (!v.known || v.can_access) continue;
+    auto it = std::find_if(refused.begin(), refused.end(),
+                           [&](const auto& r) { return r.first == v.reason; });
+    if (it == refused.end()) it = refused.insert(refused.end(), {v.reason, {}});
+    it->second.push_back(fmt::format("GPU{}-GPU{}", v.gpu_a, v.gpu_b));
+  }
+  for (const auto& [reason, pairs] : refused) {
+    out.push_back({Severity::kWarning, "p2p-unavailable",
+                   fmt::format("P2P is off for {}: NCCL and CUDA-IPC traffic between them is "
+                               "staged through host memory",
+                               fmt::join(pairs, ", ")),
+                   "cudaDeviceCanAccessPeer = 0; likely reason: " + reason,
+                   "see the reason; `commtool topo` on a fixed machine shows P2P on"});
+  }
+}
+
+void nvlink_findings(const Topology& topo, std::vector<Finding>& out) {
+  for (const Gpu& g : topo.gpus) {
+    if (g.nvlinks.empty()) continue;
+    auto active = std::count_if(g.nvlinks.begin(), g.nvlinks.end(),
+                                [](const NvLink& l) { return l.active; });
+    if (active == static_cast<long>(g.nvlinks.size())) continue;
+    if (active == 0 && topo.gpus.size() == 1) continue;  // nothing to link to
+    std::string down;
+    for (const NvLink& l : g.nvlinks) {
+      if (!l.active) down += (down.empty() ? "" : ",") + std::to_string(l.link);
+    }
+    out.push_back({Severity::kWarning, "nvlink-inactive",
+                   fmt::format("{} has {} of {} NVLinks active: its NVLink bandwidth is cut to "
+                               "{:.0f}%",
+                               gpu_name(g), active, g.nvlinks.size(),
+                               100.0 * static_cast<double>(active) /
+                                   static_cast<double>(g.nvlinks.size())),
+                   "inactive links: " + down + " (NVML nvmlDeviceGetNvLinkState)",
+                   "check `nvidia-smi nvlink -s` and the fabric manager; a down link usually "
+                   "needs a node drain and service"});
+  }
+}
+
+}  // namespace
+
+std::vector<Finding> find_problems(const Topology& topo, const Analysis& analysis) {
+  std::vector<Finding> out;
+  pcie_findings(topo, out);
+  numa_findings(topo, analysis, out);
+  gpu_pair_findings(topo, analysis, out);
+  nvlink_findings(topo, out);
+  if (!topo.gpus.empty() && topo.nics.empty()) {
+    out.push_back({Severity::kNote, "no-nic",
+                   "no network device on the PCIe tree: NCCL cannot run across nodes from here",
+                   "no /sys/class/infiniband or /sys/class/net device with a PCI address", ""});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Finding& x, const Finding& y) {
+    return x.severity == Severity::kWarning && y.severity != Severity::kWarning;
+  });
+  return out;
+}
+
+}  // namespace commtool::topo

@@ -1,0 +1,98 @@
+#include "probes/topo/topology.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+namespace commtool::topo {
+
+int PcieLink::attainable_gen() const {
+  if (port_max_gen > 0 && max_gen > 0) return std::min(port_max_gen, max_gen);
+  return max_gen;
+}
+
+int PcieLink::attainable_width() const {
+  if (port_max_width > 0 && max_width > 0) return std::min(port_max_width, max_width);
+  return max_width;
+}
+
+const PciNode* Topology::find_pci(const std::string& bdf) const {
+  auto it = std::find_if(pci.begin(), pci.end(), [&](const PciNode& n) { return n.bdf == bdf; });
+  return it == pci.end() ? nullptr : &*it;
+}
+
+const RootComplex* Topology::find_root(const std::string& id) const {
+  auto it = std::find_if(root_complexes.begin(), root_complexes.end(),
+                         [&](const RootComplex& r) { return r.id == id; });
+  return it == root_complexes.end() ? nullptr : &*it;
+}
+
+const Gpu* Topology::find_gpu_by_bdf(const std::string& bdf) const {
+  auto it = std::find_if(gpus.begin(), gpus.end(), [&](const Gpu& g) { return g.bdf == bdf; });
+  return it == gpus.end() ? nullptr : &*it;
+}
+
+namespace {
+
+bool parse_hex_field(const std::string& text, size_t max_digits, unsigned& value) {
+  if (text.empty() || text.size() > max_digits) return false;
+  value = 0;
+  for (char c : text) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+    value = value * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(c))
+                                                   ? c - '0'
+                                                   : std::tolower(c) - 'a' + 10);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::string> canonical_bdf(const std::string& text) {
+  // domain:bus:device.function, the domain optional (NVML pads it to 8 digits).
+  std::string domain = "0", bus, dev, fn;
+  auto last_colon = text.rfind(':');
+  auto dot = text.rfind('.');
+  if (last_colon == std::string::npos || dot == std::string::npos || dot < last_colon) {
+    return std::nullopt;
+  }
+  dev = text.substr(last_colon + 1, dot - last_colon - 1);
+  fn = text.substr(dot + 1);
+  std::string head = text.substr(0, last_colon);
+  auto first_colon = head.rfind(':');
+  if (first_colon == std::string::npos) {
+    bus = head;
+  } else {
+    domain = head.substr(0, first_colon);
+    bus = head.substr(first_colon + 1);
+  }
+  unsigned d = 0, b = 0, s = 0, f = 0;
+  if (!parse_hex_field(domain, 8, d) || d > 0xffff || !parse_hex_field(bus, 2, b) ||
+      !parse_hex_field(dev, 2, s) || s > 0x1f || !parse_hex_field(fn, 1, f) || f > 7) {
+    return std::nullopt;
+  }
+  char out[16];
+  std::snprintf(out, sizeof out, "%04x:%02x:%02x.%x", d, b, s, f);
+  return std::string(out);
+}
+
+std::string to_string(NicKind kind) {
+  switch (kind) {
+    case NicKind::kInfiniBand: return "InfiniBand";
+    case NicKind::kRoce: return "RoCE";
+    case NicKind::kEthernet: return "Ethernet";
+  }
+  return "?";
+}
+
+std::string to_string(NvLinkPeer peer) {
+  switch (peer) {
+    case NvLinkPeer::kGpu: return "GPU";
+    case NvLinkPeer::kNvSwitch: return "NVSwitch";
+    case NvLinkPeer::kCpu: return "CPU";
+    case NvLinkPeer::kUnknown: return "unknown";
+  }
+  return "?";
+}
+
+}  // namespace commtool::topo

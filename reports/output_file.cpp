@@ -1,0 +1,78 @@
+#include "reports/output_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "probes/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace commtool::reports {
+
+namespace {
+
+std::string directory_of(const std::string& path) {
+  fs::path dir = fs::path(path).parent_path();
+  return dir.empty() ? "." : dir.string();
+}
+
+Error write_error(const std::string& path, const std::string& what, int err) {
+  return usage_error("--output " + path + ": " + what + ": " + std::strerror(err));
+}
+
+}  // namespace
+
+void check_writable(const std::string& path) {
+  if (path.empty()) throw usage_error("--output: empty file name; give a path such as topo.json");
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw usage_error("--output " + path + ": is a directory; give a file path");
+  }
+  std::string dir = directory_of(path);
+  if (!fs::is_directory(dir, ec)) {
+    throw usage_error("--output " + path + ": directory " + dir + " does not exist");
+  }
+  if (access(dir.c_str(), W_OK) != 0) throw write_error(path, "cannot write in " + dir, errno);
+}
+
+void write_atomically(const std::string& path, const std::string& content) {
+  check_writable(path);
+  std::string pattern = (fs::path(directory_of(path)) / ".commtool-XXXXXX").string();
+  std::vector<char> temp(pattern.begin(), pattern.end());
+  temp.push_back('\0');
+  int fd = mkstemp(temp.data());
+  if (fd < 0) throw write_error(path, "cannot create a temporary file", errno);
+  const char* data = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(temp.data());
+      throw write_error(path, "write failed", err);
+    }
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+  // A report is small; fsync makes "renamed" mean "on disk" even after a crash.
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int err = errno;
+    ::unlink(temp.data());
+    throw write_error(path, "cannot flush", err);
+  }
+  if (::chmod(temp.data(), 0644) != 0 || ::rename(temp.data(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(temp.data());
+    throw write_error(path, "cannot rename into place", err);
+  }
+}
+
+}  // namespace commtool::reports

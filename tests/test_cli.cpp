@@ -1,0 +1,166 @@
+// commtool as a user runs it: a child process, its exit code, its output, and what it leaves
+// on disk.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+  std::string cmd = std::string(COMMTOOL_BINARY) + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) r.out.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string fixture(const std::string& name) {
+  return std::string(COMMTOOL_FIXTURES_DIR) + "/nccl_xml/" + name;
+}
+
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string p = (fs::temp_directory_path() / "commtool-cli-XXXXXX").string();
+    path = mkdtemp(p.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+}  // namespace
+
+TEST(Cli, HelpListsTopoAndTheExitCodes) {
+  Result r = run("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(contains(r.out, "topo"));
+  EXPECT_TRUE(contains(r.out, "5  a timeout or a hang was detected"));
+}
+
+TEST(Cli, NoSubcommandIsUsageError) { EXPECT_EQ(run("").code, 2); }
+
+TEST(Cli, UnknownOptionIsUsageErrorNamingIt) {
+  Result r = run("topo --frobnicate");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "--frobnicate"));
+}
+
+TEST(Cli, UnknownSubcommandIsUsageError) { EXPECT_EQ(run("teleport").code, 2); }
+
+TEST(Cli, VersionNamesEveryComponent) {
+  Result r = run("--version");
+  EXPECT_EQ(r.code, 0);
+  for (const char* what : {"commtool ", "CUDA runtime:", "CUDA driver:", "NVIDIA driver:",
+                           "NCCL:", "CUPTI:"}) {
+    EXPECT_TRUE(contains(r.out, what)) << what;
+  }
+}
+
+TEST(Cli, BadDevicesListIsUsageErrorNamingTheValue) {
+  Result r = run("topo --devices 0,,3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "'0,,3'"));
+  EXPECT_EQ(run("topo --devices -1").code, 2);
+}
+
+TEST(Cli, DeviceThatDoesNotExistIsUsageError) {
+  Result r = run("topo --nccl-xml " + fixture("nvlink_pair.xml") + " --devices 7");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "GPU 7 does not exist"));
+}
+
+TEST(Cli, DevicesSelectsGpusFromTheReport) {
+  Result r = run("topo --json --nccl-xml " + fixture("dgx_h100.xml") + " --devices 0-1");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(contains(r.out, "\"GPU1\""));
+  EXPECT_FALSE(contains(r.out, "\"GPU2\""));
+}
+
+TEST(Cli, BadTimeoutIsUsageError) { EXPECT_EQ(run("topo --timeout 0").code, 2); }
+
+TEST(Cli, TopoRunsOnThisMachineWhateverItHas) {
+  // CI has no GPU and no driver: the report says what is missing and exits 0.
+  Result r = run("topo");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "commtool topo:"));
+}
+
+TEST(Cli, TopoJsonIsOneDocumentWithSchemaVersion) {
+  Result r = run("topo --json --nccl-xml " + fixture("dgx_h100.xml"));
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.front(), '{');
+  EXPECT_TRUE(contains(r.out, "\"schema_version\": 1"));
+}
+
+TEST(Cli, DotAndJsonTogetherIsUsageError) {
+  EXPECT_EQ(run("topo --dot --json --nccl-xml " + fixture("dgx_h100.xml")).code, 2);
+}
+
+TEST(Cli, MalformedXmlIsUsageErrorWithLine) {
+  Result r = run("topo --nccl-xml " + fixture("malformed_width.xml"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "malformed_width.xml:7"));
+  EXPECT_TRUE(contains(r.out, "x16"));
+}
+
+TEST(Cli, MissingXmlFileIsUsageErrorNamingIt) {
+  Result r = run("topo --nccl-xml /nonexistent/topo.xml");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "/nonexistent/topo.xml"));
+}
+
+TEST(Cli, SysfsRootThatIsNotSysfsIsUsageError) {
+  TempDir dir;
+  Result r = run("topo --sysfs-root " + dir.path.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "bus/pci/devices"));
+}
+
+TEST(Cli, OutputIsWrittenWholeToTheFile) {
+  TempDir dir;
+  fs::path file = dir.path / "topo.json";
+  Result r = run("topo --json --nccl-xml " + fixture("dgx_h100.xml") + " --output " +
+                 file.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_TRUE(contains(text, "\"schema_version\""));
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(Cli, UnwritableOutputIsUsageErrorAndWritesNothing) {
+  Result r = run("topo --nccl-xml " + fixture("dgx_h100.xml") +
+                 " --output /nonexistent-dir/topo.txt");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "/nonexistent-dir"));
+  EXPECT_FALSE(fs::exists("/nonexistent-dir/topo.txt"));
+}
+
+TEST(Cli, FailedRunLeavesNoOutputFile) {
+  TempDir dir;
+  fs::path file = dir.path / "topo.txt";
+  Result r = run("topo --nccl-xml " + fixture("malformed_class.xml") + " --output " +
+                 file.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(fs::is_empty(dir.path));
+}

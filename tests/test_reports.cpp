@@ -1,0 +1,110 @@
+#include <gtest/gtest.h>
+
+#include "probes/topo/classify.hpp"
+#include "probes/topo/nccl_xml.hpp"
+#include "probes/topo/sysfs_reader.hpp"
+#include "reports/text_table.hpp"
+#include "reports/topo_report.hpp"
+#include "tests/topo_fixtures.hpp"
+
+using namespace commtool;
+using namespace commtool::topo;
+
+namespace {
+
+Topology dgx() {
+  return read_nccl_xml_file(std::string(COMMTOOL_FIXTURES_DIR) + "/nccl_xml/dgx_h100.xml");
+}
+
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(TextTable, AlignsColumnsAndTrimsTrailingSpace) {
+  reports::TextTable t({"a", "bb"}, "");
+  t.add_row({"xxx", "y"});
+  t.add_row({"z", ""});
+  EXPECT_EQ(t.render(), "a    bb\nxxx  y\nz\n");
+}
+
+TEST(TextTable, CountsUtf8AsOneColumnPerCodePoint) {
+  EXPECT_EQ(reports::display_width("└─x"), 3u);
+  EXPECT_EQ(reports::display_width("×"), 1u);
+}
+
+TEST(TopoJson, HasSchemaVersionAndTheMatrix) {
+  Topology t = dgx();
+  auto doc = reports::topo_to_json(t, analyze(t));
+  EXPECT_EQ(doc["schema_version"], reports::kTopoSchemaVersion);
+  EXPECT_EQ(doc["command"], "topo");
+  EXPECT_EQ(doc["gpus"].size(), 8u);
+  EXPECT_EQ(doc["matrix"]["labels"][0], "GPU0");
+  EXPECT_EQ(doc["matrix"]["cells"][0][1], "NV18");
+  EXPECT_EQ(doc["gpus"][0]["expected"]["nvlink_gbps"], 450.0);
+}
+
+TEST(TopoJson, UnknownValuesAreNullNotZero) {
+  commtool::fixtures::SysfsBuilder fs;
+  commtool::fixtures::build_vm_one_gpu(fs);
+  Topology t = read_sysfs({fs.root(), true, ""});
+  auto doc = reports::topo_to_json(t, analyze(t));
+  EXPECT_TRUE(doc["gpus"][0]["numa_node"].is_null());
+  EXPECT_TRUE(doc["gpus"][0]["pcie"]["port_max_gen"].is_null());
+  EXPECT_EQ(doc["gpus"][0]["pcie"]["max_gen"], 5);
+  EXPECT_TRUE(doc["driver_version"].is_null());
+  EXPECT_FALSE(doc["missing"].empty());
+}
+
+TEST(TopoJson, FindingsCarrySeverityCodeAndEvidence) {
+  commtool::fixtures::SysfsBuilder fs;
+  commtool::fixtures::build_degraded_link(fs);
+  Topology t = read_sysfs({fs.root(), true, ""});
+  auto doc = reports::topo_to_json(t, analyze(t));
+  bool found = false;
+  for (const auto& f : doc["findings"]) {
+    if (f["code"] == "pcie-width-degraded") {
+      found = true;
+      EXPECT_EQ(f["severity"], "warning");
+      EXPECT_FALSE(f["evidence"].get<std::string>().empty());
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(TopoText, PrintsMatrixLegendAndPairing) {
+  Topology t = dgx();
+  std::string text = reports::render_topo_text(t, analyze(t));
+  EXPECT_TRUE(contains(text, "Connection matrix"));
+  EXPECT_TRUE(contains(text, "NV18"));
+  EXPECT_TRUE(contains(text, "Legend:"));
+  EXPECT_TRUE(contains(text, "NV#  = Connection traversing a bonded set of # NVLinks"));
+  EXPECT_TRUE(contains(text, "GPU0 -> NIC"));
+  EXPECT_TRUE(contains(text, "450 GB/s per direction"));
+}
+
+TEST(TopoText, SaysTheCurrentGenerationDropsAtIdle) {
+  Topology t = dgx();
+  EXPECT_TRUE(contains(reports::render_topo_text(t, analyze(t)), "lower the generation when idle"));
+}
+
+TEST(TopoText, SingleGpuVmShowsNoPeerAndWhatIsMissing) {
+  commtool::fixtures::SysfsBuilder fs;
+  commtool::fixtures::build_vm_one_gpu(fs);
+  Topology t = read_sysfs({fs.root(), true, ""});
+  std::string text = reports::render_topo_text(t, analyze(t));
+  EXPECT_TRUE(contains(text, "no peer: only one GPU"));
+  EXPECT_TRUE(contains(text, "Not available"));
+  EXPECT_TRUE(contains(text, "Gen5 x16"));
+}
+
+TEST(TopoDot, DrawsTreeEdgesAndNvLinkBundles) {
+  Topology t = dgx();
+  std::string dot = reports::render_topo_dot(t);
+  EXPECT_EQ(dot.rfind("graph commtool_topo {", 0), 0u);
+  EXPECT_TRUE(contains(dot, "\"cpu0\" -- \"0000:15:00.0\""));
+  EXPECT_TRUE(contains(dot, "label=\"NV5\""));
+  EXPECT_EQ(dot.back(), '\n');
+  EXPECT_TRUE(contains(dot, "}\n"));
+}

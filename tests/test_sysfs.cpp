@@ -1,0 +1,254 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "probes/error.hpp"
+#include "probes/topo/classify.hpp"
+#include "probes/topo/sysfs_reader.hpp"
+#include "tests/topo_fixtures.hpp"
+
+using namespace commtool;
+using namespace commtool::topo;
+using commtool::fixtures::SysfsBuilder;
+namespace fixtures = commtool::fixtures;
+
+namespace {
+
+Topology read(const SysfsBuilder& fs) { return read_sysfs({fs.root(), true, ""}); }
+
+bool has_missing(const Topology& t, const std::string& what_prefix) {
+  return std::any_of(t.missing.begin(), t.missing.end(),
+                     [&](const Missing& m) { return m.what.rfind(what_prefix, 0) == 0; });
+}
+
+bool has_finding(const Analysis& a, const std::string& code) {
+  return std::any_of(a.findings.begin(), a.findings.end(),
+                     [&](const Finding& f) { return f.code == code; });
+}
+
+}  // namespace
+
+TEST(SysfsVm, FindsTheOneGpuWithItsGen5x16Link) {
+  SysfsBuilder fs;
+  fixtures::build_vm_one_gpu(fs);
+  Topology t = read(fs);
+  ASSERT_EQ(t.gpus.size(), 1u);
+  EXPECT_EQ(t.gpus[0].bdf, "0000:00:06.0");
+  EXPECT_EQ(t.gpus[0].pcie.max_gen, 5);
+  EXPECT_EQ(t.gpus[0].pcie.max_width, 16);
+  EXPECT_EQ(t.gpus[0].pcie.current_gen, 5);
+  EXPECT_EQ(t.gpus[0].numa_node, kUnknownNuma);
+  EXPECT_EQ(t.gpus[0].cpu_affinity, "0-15");
+}
+
+TEST(SysfsVm, GpuOnTheRootBusIsNotedNotAnError) {
+  SysfsBuilder fs;
+  fixtures::build_vm_one_gpu(fs);
+  Topology t = read(fs);
+  EXPECT_TRUE(has_missing(t, "upstream port of 0000:00:06.0"));
+  EXPECT_EQ(t.gpus[0].pcie.port_max_gen, 0);
+  EXPECT_EQ(t.pci.size(), 2u);  // the GPU and the NIC; the host bridge is not on their path
+}
+
+TEST(SysfsVm, VirtioNicResolvesToItsPciFunction) {
+  SysfsBuilder fs;
+  fixtures::build_vm_one_gpu(fs);
+  Topology t = read(fs);
+  ASSERT_EQ(t.nics.size(), 1u);  // lo has no device and is skipped
+  EXPECT_EQ(t.nics[0].name, "eth0");
+  EXPECT_EQ(t.nics[0].bdf, "0000:00:03.0");
+  EXPECT_EQ(t.nics[0].kind, NicKind::kEthernet);
+  EXPECT_EQ(t.nics[0].port_rate_gbps, 0.0);  // speed -1: unknown
+}
+
+TEST(SysfsVm, UnknownNumaIsANoteOnAOneNodeMachine) {
+  SysfsBuilder fs;
+  fixtures::build_vm_one_gpu(fs);
+  Topology t = read(fs);
+  Analysis a = analyze(t);
+  auto it = std::find_if(a.findings.begin(), a.findings.end(),
+                         [](const Finding& f) { return f.code == "numa-unknown"; });
+  ASSERT_NE(it, a.findings.end());
+  EXPECT_EQ(it->severity, Severity::kNote);
+  EXPECT_EQ(t.numa_node_count, 1);
+}
+
+TEST(SysfsVm, SingleGpuHasNoPeerToConnect) {
+  SysfsBuilder fs;
+  fixtures::build_vm_one_gpu(fs);
+  Analysis a = analyze(read(fs));
+  EXPECT_TRUE(a.p2p.empty());
+  EXPECT_NE(a.p2p_summary.find("no peer"), std::string::npos);
+}
+
+TEST(SysfsTwoSocket, FindsEightGpusFourNicsFourRootComplexes) {
+  SysfsBuilder fs;
+  fixtures::build_two_socket_8gpu(fs);
+  Topology t = read(fs);
+  EXPECT_EQ(t.gpus.size(), 8u);
+  EXPECT_EQ(t.nics.size(), 4u);  // ib0..3 are IPoIB of the mlx5 devices, not NICs of their own
+  EXPECT_EQ(t.root_complexes.size(), 4u);
+  EXPECT_EQ(t.numa_node_count, 2);
+  EXPECT_EQ(t.iommu_groups, 0);
+}
+
+TEST(SysfsTwoSocket, GpuIndicesFollowPciBusOrder) {
+  SysfsBuilder fs;
+  fixtures::build_two_socket_8gpu(fs);
+  Topology t = read(fs);
+  for (size_t i = 1; i < t.gpus.size(); ++i) {
+    EXPECT_LT(t.gpus[i - 1].bdf, t.gpus[i].bdf);
+    EXPECT_EQ(t.gpus[i].index, static_cast<int>(i));
+  }
+}
+
+TEST(SysfsTwoSocket, InfiniBandNicKeepsItsNetdevAndRate) {
+  SysfsBuilder fs;
+  fixtures::build_two_socket_8gpu(fs);
+  Topology t = read(fs);
+  EXPECT_EQ(t.nics[0].name, "mlx5_0");
+  EXPECT_EQ(t.nics[0].kind, NicKind::kInfiniBand);
+  EXPECT_DOUBLE_EQ(t.nics[0].port_rate_gbps, 400.0);
+  EXPECT_EQ(t.nics[0].netdevs, std::vector<std::string>{"ib0"});
+}
+
+TEST(SysfsTwoSocket, SameSwitchIsPixSameSocketIsNodeOtherSocketIsSys) {
+  SysfsBuilder fs;
+  fixtures::build_two_socket_8gpu(fs);
+  Analysis a = analyze(read(fs));
+  EXPECT_EQ(label(a.matrix.cells[0][1]), "PIX");
+  EXPECT_EQ(label(a.matrix.cells[0][2]), "NODE");
+  EXPECT_EQ(label(a.matrix.cells[0][4]), "SYS");
+  EXPECT_EQ(label(a.matrix.cells[0][8]), "PIX");  // GPU0 - NIC0 share the switch
+  EXPECT_EQ(label(a.matrix.cells[8][11]), "SYS");
+}
+
+TEST(SysfsTwoSocket, EachGpuPairsWithTheNicOnItsSwitch) {
+  SysfsBuilder fs;
+  fixtures::build_two_socket_8gpu(fs);
+  Analysis a = analyze(read(fs));
+  for (const NicPairing& p : a.nic_pairing) {
+    EXPECT_EQ(p.nic, p.gpu / 2) << "GPU" << p.gpu;
+    EXPECT_EQ(p.path.path, PathClass::kPix);
+  }
+}
+
+TEST(SysfsTwoSocket, CrossRootComplexPairsAreOneWarning) {
+  SysfsBuilder fs;
+  fixtures::build_two_socket_8gpu(fs);
+  Analysis a = analyze(read(fs));
+  auto n = std::count_if(a.findings.begin(), a.findings.end(),
+                         [](const Finding& f) { return f.code == "different-root-complexes"; });
+  EXPECT_EQ(n, 1);
+}
+
+TEST(SysfsTwoSocket, IdleGen1IsANoteNotAWarning) {
+  SysfsBuilder fs;
+  fixtures::build_two_socket_8gpu(fs);
+  Analysis a = analyze(read(fs));
+  EXPECT_TRUE(has_finding(a, "pcie-gen-below-max"));
+  EXPECT_FALSE(has_finding(a, "pcie-width-degraded"));
+  for (const Finding& f : a.findings) {
+    if (f.code == "pcie-gen-below-max") {
+      EXPECT_EQ(f.severity, Severity::kNote);
+    }
+  }
+}
+
+TEST(SysfsTwoSocket, ExpectedRateIsGen5x16Payload) {
+  SysfsBuilder fs;
+  fixtures::build_two_socket_8gpu(fs);
+  Analysis a = analyze(read(fs));
+  EXPECT_NEAR(a.rates[0].pcie_raw_gbps, 63.02, 0.01);
+  EXPECT_NEAR(a.rates[0].pcie_current_raw_gbps, 4.0, 0.01);  // Gen1 x16 while idle
+}
+
+TEST(SysfsDegraded, WidthBelowMaximumIsAWarningWithEvidence) {
+  SysfsBuilder fs;
+  fixtures::build_degraded_link(fs);
+  Analysis a = analyze(read(fs));
+  auto it = std::find_if(a.findings.begin(), a.findings.end(),
+                         [](const Finding& f) { return f.code == "pcie-width-degraded"; });
+  ASSERT_NE(it, a.findings.end());
+  EXPECT_EQ(it->severity, Severity::kWarning);
+  EXPECT_NE(it->message.find("x8"), std::string::npos);
+  EXPECT_NE(it->evidence.find("current_link_width=8"), std::string::npos);
+}
+
+TEST(SysfsDegraded, Gen4SlotCapsTheGen5Gpu) {
+  SysfsBuilder fs;
+  fixtures::build_degraded_link(fs);
+  Topology t = read(fs);
+  EXPECT_EQ(t.gpus[0].pcie.port_max_gen, 4);
+  EXPECT_EQ(t.gpus[0].pcie.attainable_gen(), 4);
+  EXPECT_TRUE(has_finding(analyze(t), "pcie-slot-limits-gen"));
+}
+
+TEST(SysfsDegraded, NicOnTheOtherSocketIsFlagged) {
+  SysfsBuilder fs;
+  fixtures::build_degraded_link(fs);
+  Topology t = read(fs);
+  Analysis a = analyze(t);
+  ASSERT_EQ(t.nics.size(), 1u);
+  EXPECT_EQ(t.nics[0].kind, NicKind::kRoce);
+  EXPECT_EQ(t.nics[0].netdevs, std::vector<std::string>{"ens1f0"});
+  EXPECT_EQ(label(a.nic_pairing[0].path), "SYS");
+  EXPECT_TRUE(has_finding(a, "nic-numa-mismatch"));
+}
+
+TEST(SysfsErrors, StrictRootWithoutPciDevicesIsUsageError) {
+  SysfsBuilder fs;
+  fs.remove("bus/pci/devices");
+  try {
+    read(fs);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_NE(std::string(e.what()).find("bus/pci/devices"), std::string::npos);
+  }
+}
+
+TEST(SysfsErrors, DeviceWithoutClassFileIsUsageErrorNamingTheFile) {
+  SysfsBuilder fs;
+  fixtures::build_vm_one_gpu(fs);
+  fs.remove("devices/pci0000:00/0000:00:06.0/class");
+  try {
+    read(fs);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_NE(std::string(e.what()).find("0000:00:06.0/class"), std::string::npos);
+  }
+}
+
+TEST(SysfsErrors, LiveModeNotesAMissingTreeAndGoesOn) {
+  SysfsBuilder fs;
+  fs.remove("bus/pci/devices");
+  Topology t = read_sysfs({fs.root(), false, ""});
+  EXPECT_TRUE(t.gpus.empty());
+  EXPECT_TRUE(has_missing(t, "PCI devices"));
+}
+
+TEST(SysfsAcs, RedirectBitIsReadFromTheExtendedCapability) {
+  SysfsBuilder fs;
+  fixtures::build_two_socket_8gpu(fs);
+  std::vector<unsigned char> cfg(4096, 0);
+  // Extended capability at 0x100: id 0x000d (ACS), version 1, next 0; control at +6, bit 2.
+  cfg[0x100] = 0x0d;
+  cfg[0x102] = 0x01;
+  cfg[0x106] = 0x04;
+  fs.config("pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0", cfg);
+  Topology t = read(fs);
+  const PciNode* down = t.find_pci("0000:17:00.0");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->acs_p2p_redirect, 1);
+  EXPECT_EQ(t.find_pci("0000:17:08.0")->acs_p2p_redirect, -1);  // no readable config
+}
+
+TEST(Cpulist, CountsRangesAndSingles) {
+  EXPECT_EQ(cpulist_count("0-15"), 16);
+  EXPECT_EQ(cpulist_count("0-3,8,10-11"), 7);
+  EXPECT_EQ(cpulist_count(""), 0);
+  EXPECT_EQ(cpulist_count("3-1"), -1);
+  EXPECT_EQ(cpulist_count("a"), -1);
+}
