@@ -1,7 +1,7 @@
 #include "cli/app.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <iostream>
 
@@ -31,8 +31,7 @@ void emit(const GlobalOptions& global, const std::string& document) {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"commtool: why GPU communication on this machine is slow or stuck",
-               "commtool"};
+  CLI::App app{"commtool: why GPU communication on this machine is slow or stuck", "commtool"};
   app.footer(kExitCodeHelp);
   app.fallthrough();  // global options may follow the subcommand: commtool topo --json
   app.require_subcommand(0, 1);

@@ -9,7 +9,7 @@ namespace commtool::cli {
 // Options every subcommand understands. Bound by CLI11, read by the subcommands' run().
 struct GlobalOptions {
   bool json = false;
-  std::string output;          // empty: standard output
+  std::string output;  // empty: standard output
   std::string devices = "all";
   std::vector<int> device_indices;  // parsed from devices; empty means all
   double timeout_s = 60.0;

@@ -14,18 +14,21 @@ namespace {
 constexpr int kMaxDeviceIndex = 1023;
 
 [[noreturn]] void bad(const std::string& text, const std::string& why) {
-  throw usage_error(fmt::format("--devices '{}': {}; expected 'all' or GPU indices such as "
-                                "0,1,3 or 0-3",
-                                text, why));
+  throw usage_error(
+      fmt::format("--devices '{}': {}; expected 'all' or GPU indices such as "
+                  "0,1,3 or 0-3",
+                  text, why));
 }
 
 int parse_index(const std::string& text, const std::string& item) {
   if (item.empty()) bad(text, "an entry is empty");
   if (item[0] == '-') bad(text, "'" + item + "' is negative");
-  if (!std::all_of(item.begin(), item.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+  if (!std::all_of(item.begin(), item.end(),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
     bad(text, "'" + item + "' is not a GPU index");
   }
-  if (item.size() > 4 || std::stoi(item) > kMaxDeviceIndex) bad(text, "'" + item + "' is too large");
+  if (item.size() > 4 || std::stoi(item) > kMaxDeviceIndex)
+    bad(text, "'" + item + "' is too large");
   return std::stoi(item);
 }
 
@@ -38,14 +41,15 @@ std::vector<int> parse_device_list(const std::string& text) {
   size_t start = 0;
   while (true) {
     size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos
-                                                                      : comma - start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t dash = item.find('-', 1);
     if (!item.empty() && item[0] != '-' && dash != std::string::npos) {
       int lo = parse_index(text, item.substr(0, dash));
       int hi = parse_index(text, item.substr(dash + 1));
       if (hi < lo) bad(text, "range '" + item + "' runs backwards");
-      for (int i = lo; i <= hi; ++i) out.push_back(i);
+      for (int i = lo; i <= hi; ++i)
+        out.push_back(i);
     } else {
       out.push_back(parse_index(text, item));
     }

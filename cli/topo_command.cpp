@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "probes/topo/classify.hpp"
 #include "probes/error.hpp"
+#include "probes/topo/classify.hpp"
 #include "probes/topo/discover.hpp"
 #include "probes/watchdog.hpp"
 #include "reports/topo_report.hpp"
@@ -55,9 +55,9 @@ int run_topo(const GlobalOptions& global, const TopoOptions& options) {
   }
   emit(global, document);
   if (global.verbose) {
-    std::cerr << fmt::format("topo: done in {:.1f} ms\n",
-                             std::chrono::duration<double, std::milli>(Clock::now() - started)
-                                 .count());
+    std::cerr << fmt::format(
+        "topo: done in {:.1f} ms\n",
+        std::chrono::duration<double, std::milli>(Clock::now() - started).count());
   }
   return 0;
 }

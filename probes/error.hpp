@@ -10,10 +10,10 @@ namespace commtool {
 // DESIGN.md section 4. The numbers are a contract with scripts: never renumber.
 enum class ExitCode : int {
   kOk = 0,
-  kUsage = 2,          // bad usage or bad input (a file, a value)
-  kEnvironment = 3,    // the machine lacks what was asked: no GPU, no NCCL, no P2P
-  kVerification = 4,   // a measurement produced wrong data
-  kTimeout = 5,        // a timeout or a hang was detected
+  kUsage = 2,         // bad usage or bad input (a file, a value)
+  kEnvironment = 3,   // the machine lacks what was asked: no GPU, no NCCL, no P2P
+  kVerification = 4,  // a measurement produced wrong data
+  kTimeout = 5,       // a timeout or a hang was detected
 };
 
 class Error : public std::runtime_error {
@@ -26,6 +26,8 @@ class Error : public std::runtime_error {
 };
 
 // Bad input: names the value and what is accepted.
-inline Error usage_error(const std::string& message) { return Error(ExitCode::kUsage, message); }
+inline Error usage_error(const std::string& message) {
+  return Error(ExitCode::kUsage, message);
+}
 
 }  // namespace commtool

@@ -12,12 +12,15 @@ namespace commtool {
 
 namespace {
 
-std::string cuda_version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+std::string cuda_version_string(int v) {
+  return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+}
 
 // NCCL and CUPTI are rarely on the loader path of a CUDA install, so look where the toolkit is.
 std::vector<std::string> candidates(const std::string& soname) {
   std::vector<std::string> out{soname};
-  if (const char* home = std::getenv("CUDA_HOME")) out.push_back(std::string(home) + "/lib64/" + soname);
+  if (const char* home = std::getenv("CUDA_HOME"))
+    out.push_back(std::string(home) + "/lib64/" + soname);
   out.push_back("/usr/local/cuda/lib64/" + soname);
   out.push_back("/usr/local/cuda/extras/CUPTI/lib64/" + soname);
   return out;

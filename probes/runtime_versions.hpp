@@ -7,11 +7,11 @@
 namespace commtool {
 
 struct RuntimeVersions {
-  std::string cuda_runtime;  // "13.0 (static)"
-  std::string cuda_driver;   // "13.0" or "not found (...)"
-  std::string nvidia_driver; // "580.159.04" from NVML, or "not found (...)"
-  std::string nccl;          // "2.28.3 (/lib/x86_64-linux-gnu/libnccl.so.2)" or "not found"
-  std::string cupti;         // "API 130000 (/usr/local/cuda/lib64/libcupti.so.13)" or "not found"
+  std::string cuda_runtime;   // "13.0 (static)"
+  std::string cuda_driver;    // "13.0" or "not found (...)"
+  std::string nvidia_driver;  // "580.159.04" from NVML, or "not found (...)"
+  std::string nccl;           // "2.28.3 (/lib/x86_64-linux-gnu/libnccl.so.2)" or "not found"
+  std::string cupti;          // "API 130000 (/usr/local/cuda/lib64/libcupti.so.13)" or "not found"
 };
 
 RuntimeVersions query_runtime_versions();

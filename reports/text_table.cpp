@@ -19,7 +19,8 @@ std::string TextTable::render() const {
     }
   };
   measure(header_);
-  for (const auto& row : rows_) measure(row);
+  for (const auto& row : rows_)
+    measure(row);
 
   std::string out;
   auto emit = [&](const std::vector<std::string>& row) {
@@ -28,11 +29,13 @@ std::string TextTable::render() const {
       line += row[i];
       if (i + 1 < row.size()) line.append(widths[i] - display_width(row[i]) + 2, ' ');
     }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
     out += line + "\n";
   };
   emit(header_);
-  for (const auto& row : rows_) emit(row);
+  for (const auto& row : rows_)
+    emit(row);
   return out;
 }
 

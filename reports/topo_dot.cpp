@@ -11,7 +11,9 @@ using namespace commtool::topo;
 
 namespace {
 
-std::string id(const std::string& s) { return "\"" + s + "\""; }
+std::string id(const std::string& s) {
+  return "\"" + s + "\"";
+}
 
 }  // namespace
 
@@ -25,17 +27,19 @@ std::string render_topo_dot(const Topology& topo) {
   }
   std::set<std::string> named;
   for (const Gpu& g : topo.gpus) {
-    out += fmt::format("  {} [shape=box, style=filled, fillcolor=\"#b7e1a1\", "
-                       "label=\"GPU{}\\n{}\\n{}\"];\n",
-                       id(g.bdf), g.index, g.name, g.bdf);
+    out += fmt::format(
+        "  {} [shape=box, style=filled, fillcolor=\"#b7e1a1\", "
+        "label=\"GPU{}\\n{}\\n{}\"];\n",
+        id(g.bdf), g.index, g.name, g.bdf);
     named.insert(g.bdf);
   }
   for (const Nic& n : topo.nics) {
     std::string node = n.bdf.empty() ? "nic:" + n.name : n.bdf;
     if (named.insert(node).second) {
-      out += fmt::format("  {} [shape=box, style=filled, fillcolor=\"#a9c8ef\", "
-                         "label=\"NIC{} {}\\n{}\"];\n",
-                         id(node), n.index, n.name, n.bdf);
+      out += fmt::format(
+          "  {} [shape=box, style=filled, fillcolor=\"#a9c8ef\", "
+          "label=\"NIC{} {}\\n{}\"];\n",
+          id(node), n.index, n.name, n.bdf);
     }
     if (n.bdf.empty()) out += fmt::format("  {} -- {};\n", id(n.root_complex), id(node));
   }
@@ -49,9 +53,8 @@ std::string render_topo_dot(const Topology& topo) {
       out += fmt::format("  {} [shape=ellipse, label=\"{}\"];\n", id(n.bdf), n.bdf);
     }
     std::string parent = n.parent_bdf.empty() ? n.root_complex : n.parent_bdf;
-    std::string link = n.link.max_gen > 0 ? fmt::format("Gen{} x{}", n.link.max_gen,
-                                                        n.link.max_width)
-                                          : "";
+    std::string link =
+        n.link.max_gen > 0 ? fmt::format("Gen{} x{}", n.link.max_gen, n.link.max_width) : "";
     out += fmt::format("  {} -- {} [label=\"{}\"];\n", id(parent), id(n.bdf), link);
   }
   for (const Gpu& g : topo.gpus) {
@@ -62,8 +65,8 @@ std::string render_topo_dot(const Topology& topo) {
     for (const auto& [peer, count] : per_peer) {
       // A GPU-GPU bundle appears in both GPUs' lists: draw it once.
       if (topo.find_gpu_by_bdf(peer) && peer < g.bdf) continue;
-      out += fmt::format("  {} -- {} [color=\"#76b900\", penwidth=3, label=\"NV{}\"];\n",
-                         id(g.bdf), id(peer), count);
+      out += fmt::format("  {} -- {} [color=\"#76b900\", penwidth=3, label=\"NV{}\"];\n", id(g.bdf),
+                         id(peer), count);
     }
   }
   return out + "}\n";

@@ -7,8 +7,12 @@ using nlohmann::json;
 
 namespace {
 
-json numa_json(int numa) { return numa == kUnknownNuma ? json(nullptr) : json(numa); }
-json positive_or_null(int v) { return v > 0 ? json(v) : json(nullptr); }
+json numa_json(int numa) {
+  return numa == kUnknownNuma ? json(nullptr) : json(numa);
+}
+json positive_or_null(int v) {
+  return v > 0 ? json(v) : json(nullptr);
+}
 
 json link_json(const PcieLink& l) {
   return {{"current_gen", positive_or_null(l.current_gen)},
@@ -56,14 +60,15 @@ json gpus_json(const Topology& topo, const Analysis& a) {
 json nics_json(const Topology& topo) {
   json out = json::array();
   for (const Nic& n : topo.nics) {
-    out.push_back({{"index", n.index},
-                   {"name", n.name},
-                   {"kind", to_string(n.kind)},
-                   {"bus_id", n.bdf.empty() ? json(nullptr) : json(n.bdf)},
-                   {"numa_node", numa_json(n.numa_node)},
-                   {"port_rate_gbit", n.port_rate_gbps > 0 ? json(n.port_rate_gbps) : json(nullptr)},
-                   {"netdevs", n.netdevs},
-                   {"pcie", link_json(n.pcie)}});
+    out.push_back(
+        {{"index", n.index},
+         {"name", n.name},
+         {"kind", to_string(n.kind)},
+         {"bus_id", n.bdf.empty() ? json(nullptr) : json(n.bdf)},
+         {"numa_node", numa_json(n.numa_node)},
+         {"port_rate_gbit", n.port_rate_gbps > 0 ? json(n.port_rate_gbps) : json(nullptr)},
+         {"netdevs", n.netdevs},
+         {"pcie", link_json(n.pcie)}});
   }
   return out;
 }
@@ -71,9 +76,8 @@ json nics_json(const Topology& topo) {
 json tree_json(const Topology& topo) {
   json roots = json::array();
   for (const RootComplex& rc : topo.root_complexes) {
-    roots.push_back({{"id", rc.id},
-                     {"numa_node", numa_json(rc.numa_node)},
-                     {"cpu_affinity", rc.cpu_affinity}});
+    roots.push_back(
+        {{"id", rc.id}, {"numa_node", numa_json(rc.numa_node)}, {"cpu_affinity", rc.cpu_affinity}});
   }
   json pci = json::array();
   for (const PciNode& n : topo.pci) {
@@ -91,7 +95,8 @@ json tree_json(const Topology& topo) {
                    {"link", link_json(n.link)}});
   }
   json switches = json::array();
-  for (const NvSwitch& s : topo.nvswitches) switches.push_back(s.bdf);
+  for (const NvSwitch& s : topo.nvswitches)
+    switches.push_back(s.bdf);
   return {{"root_complexes", roots}, {"pci", pci}, {"nvswitches", switches}};
 }
 
@@ -99,7 +104,8 @@ json analysis_json(const Topology& topo, const Analysis& a) {
   json cells = json::array();
   for (const auto& row : a.matrix.cells) {
     json r = json::array();
-    for (const Connection& c : row) r.push_back(label(c));
+    for (const Connection& c : row)
+      r.push_back(label(c));
     cells.push_back(r);
   }
   json pairing = json::array();
@@ -112,13 +118,13 @@ json analysis_json(const Topology& topo, const Analysis& a) {
   }
   json p2p = json::array();
   for (const P2pVerdict& v : a.p2p) {
-    p2p.push_back({{"gpus", {v.gpu_a, v.gpu_b}},
-                   {"known", v.known},
-                   {"access", v.known ? json(v.can_access) : json(nullptr)},
-                   {"performance_rank", v.performance_rank >= 0 ? json(v.performance_rank)
-                                                                : json(nullptr)},
-                   {"native_atomics", v.known ? json(v.native_atomics) : json(nullptr)},
-                   {"reason", v.reason}});
+    p2p.push_back(
+        {{"gpus", {v.gpu_a, v.gpu_b}},
+         {"known", v.known},
+         {"access", v.known ? json(v.can_access) : json(nullptr)},
+         {"performance_rank", v.performance_rank >= 0 ? json(v.performance_rank) : json(nullptr)},
+         {"native_atomics", v.known ? json(v.native_atomics) : json(nullptr)},
+         {"reason", v.reason}});
   }
   json findings = json::array();
   for (const Finding& f : a.findings) {
@@ -139,20 +145,21 @@ json analysis_json(const Topology& topo, const Analysis& a) {
 
 json topo_to_json(const Topology& topo, const Analysis& analysis) {
   json missing = json::array();
-  for (const Missing& m : topo.missing) missing.push_back({{"what", m.what}, {"why", m.why}});
-  json doc = {{"schema_version", kTopoSchemaVersion},
-              {"command", "topo"},
-              {"source", topo.source},
-              {"driver_version", topo.driver_version.empty() ? json(nullptr)
-                                                             : json(topo.driver_version)},
-              {"nvml_available", topo.nvml_available},
-              {"cuda_available", topo.cuda_available},
-              {"virtual_machine", topo.in_vm},
-              {"numa_nodes", topo.numa_node_count > 0 ? json(topo.numa_node_count) : json(nullptr)},
-              {"iommu_groups", topo.iommu_groups >= 0 ? json(topo.iommu_groups) : json(nullptr)},
-              {"gpus", gpus_json(topo, analysis)},
-              {"nics", nics_json(topo)},
-              {"missing", missing}};
+  for (const Missing& m : topo.missing)
+    missing.push_back({{"what", m.what}, {"why", m.why}});
+  json doc = {
+      {"schema_version", kTopoSchemaVersion},
+      {"command", "topo"},
+      {"source", topo.source},
+      {"driver_version", topo.driver_version.empty() ? json(nullptr) : json(topo.driver_version)},
+      {"nvml_available", topo.nvml_available},
+      {"cuda_available", topo.cuda_available},
+      {"virtual_machine", topo.in_vm},
+      {"numa_nodes", topo.numa_node_count > 0 ? json(topo.numa_node_count) : json(nullptr)},
+      {"iommu_groups", topo.iommu_groups >= 0 ? json(topo.iommu_groups) : json(nullptr)},
+      {"gpus", gpus_json(topo, analysis)},
+      {"nics", nics_json(topo)},
+      {"missing", missing}};
   doc.update(tree_json(topo));
   doc.update(analysis_json(topo, analysis));
   return doc;

@@ -14,8 +14,12 @@ using namespace commtool::topo;
 
 namespace {
 
-std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
-std::string numa_text(int numa) { return numa == kUnknownNuma ? "-" : std::to_string(numa); }
+std::string or_dash(const std::string& s) {
+  return s.empty() ? "-" : s;
+}
+std::string numa_text(int numa) {
+  return numa == kUnknownNuma ? "-" : std::to_string(numa);
+}
 
 std::string link_text(int gen, int width) {
   if (gen <= 0 && width <= 0) return "?";
@@ -23,26 +27,27 @@ std::string link_text(int gen, int width) {
                      width > 0 ? std::to_string(width) : "?");
 }
 
-std::string section(const std::string& title) { return "\n" + title + "\n"; }
+std::string section(const std::string& title) {
+  return "\n" + title + "\n";
+}
 
 std::string gpu_section(const Topology& topo, const Analysis& a) {
   if (topo.gpus.empty()) return section("GPUs") + "  none found\n";
-  TextTable t({"GPU", "Bus id", "Name", "CUDA", "NUMA", "CPUs", "PCIe now", "PCIe max",
-               "Port max", "Expected per direction"});
+  TextTable t({"GPU", "Bus id", "Name", "CUDA", "NUMA", "CPUs", "PCIe now", "PCIe max", "Port max",
+               "Expected per direction"});
   for (size_t i = 0; i < topo.gpus.size(); ++i) {
     const Gpu& g = topo.gpus[i];
     const GpuLinkRates& r = a.rates[i];
-    std::string expected = r.pcie_raw_gbps > 0
-                               ? fmt::format("{:.1f} GB/s payload ({:.1f} raw)",
-                                             r.pcie_payload_gbps, r.pcie_raw_gbps)
-                               : "?";
-    t.add_row({std::to_string(g.index), g.bdf, g.name,
-               g.cuda_ordinal >= 0 ? std::to_string(g.cuda_ordinal) : "-", numa_text(g.numa_node),
-               or_dash(g.cpu_affinity), link_text(g.pcie.current_gen, g.pcie.current_width),
-               link_text(g.pcie.max_gen, g.pcie.max_width),
-               g.pcie.port_max_gen > 0 ? link_text(g.pcie.port_max_gen, g.pcie.port_max_width)
-                                       : "?",
-               expected});
+    std::string expected = r.pcie_raw_gbps > 0 ? fmt::format("{:.1f} GB/s payload ({:.1f} raw)",
+                                                             r.pcie_payload_gbps, r.pcie_raw_gbps)
+                                               : "?";
+    t.add_row(
+        {std::to_string(g.index), g.bdf, g.name,
+         g.cuda_ordinal >= 0 ? std::to_string(g.cuda_ordinal) : "-", numa_text(g.numa_node),
+         or_dash(g.cpu_affinity), link_text(g.pcie.current_gen, g.pcie.current_width),
+         link_text(g.pcie.max_gen, g.pcie.max_width),
+         g.pcie.port_max_gen > 0 ? link_text(g.pcie.port_max_gen, g.pcie.port_max_width) : "?",
+         expected});
   }
   return section("GPUs") + t.render() +
          "  PCIe now is the link state read now: GPUs lower the generation when idle, so it may "
@@ -76,7 +81,8 @@ std::string nvlink_section(const Topology& topo, const Analysis& a) {
       ++peers[peer];
     }
     std::vector<std::string> peer_text;
-    for (const auto& [peer, n] : peers) peer_text.push_back(fmt::format("{} x{}", peer, n));
+    for (const auto& [peer, n] : peers)
+      peer_text.push_back(fmt::format("{} x{}", peer, n));
     out += fmt::format("  GPU{}: {} of {} links active, NVLink{}, {:.0f} GB/s per direction{}{}\n",
                        g.index, r.nvlink_active, g.nvlinks.size(),
                        r.nvlink_generation > 0 ? std::to_string(r.nvlink_generation) : "?",
@@ -90,12 +96,14 @@ std::string nvlink_section(const Topology& topo, const Analysis& a) {
 // The tree from each root complex down, endpoints named as in the matrix.
 std::string tree_section(const Topology& topo) {
   std::map<std::string, std::string> names;
-  for (const Gpu& g : topo.gpus) names[g.bdf] = fmt::format("GPU{} {}", g.index, g.name);
+  for (const Gpu& g : topo.gpus)
+    names[g.bdf] = fmt::format("GPU{} {}", g.index, g.name);
   for (const Nic& n : topo.nics) {
-    if (!n.bdf.empty()) names[n.bdf] += (names[n.bdf].empty() ? "" : ", ") +
-                                         fmt::format("NIC{} {}", n.index, n.name);
+    if (!n.bdf.empty())
+      names[n.bdf] += (names[n.bdf].empty() ? "" : ", ") + fmt::format("NIC{} {}", n.index, n.name);
   }
-  for (const NvSwitch& s : topo.nvswitches) names[s.bdf] = "NVSwitch";
+  for (const NvSwitch& s : topo.nvswitches)
+    names[s.bdf] = "NVSwitch";
   std::map<std::string, std::vector<const PciNode*>> children;  // parent bdf or root id
   for (const PciNode& n : topo.pci) {
     children[n.parent_bdf.empty() ? "@" + n.root_complex : n.parent_bdf].push_back(&n);
@@ -111,9 +119,8 @@ std::string tree_section(const Topology& topo) {
                              : is_pci_bridge_class(n.class_code)
                                  ? "bridge"
                                  : fmt::format("class {:06x}", n.class_code);
-          out += fmt::format("{}{} {} {} [{:04x}:{:04x}] {}{}\n", prefix, last ? "└─" : "├─",
-                             n.bdf, what, n.vendor, n.device,
-                             link_text(n.link.max_gen, n.link.max_width),
+          out += fmt::format("{}{} {} {} [{:04x}:{:04x}] {}{}\n", prefix, last ? "└─" : "├─", n.bdf,
+                             what, n.vendor, n.device, link_text(n.link.max_gen, n.link.max_width),
                              n.acs_p2p_redirect == 1 ? " ACS-redirect" : "");
           walk(n.bdf, prefix + (last ? "   " : "│  "));
         }
@@ -150,7 +157,8 @@ std::string matrix_section(const Topology& topo, const Analysis& a) {
   std::string out = section("Connection matrix");
   if (a.matrix.labels.empty()) return out + "  nothing to connect\n";
   std::vector<std::string> header{""};
-  for (const auto& l : a.matrix.labels) header.push_back(l);
+  for (const auto& l : a.matrix.labels)
+    header.push_back(l);
   header.push_back("CPU Affinity");
   header.push_back("NUMA Affinity");
   TextTable t(header);
@@ -199,9 +207,14 @@ std::string p2p_section(const Analysis& a) {
   TextTable t({"Pair", "Access", "Perf rank", "Native atomics", "Why not"});
   for (const P2pVerdict& v : a.p2p) {
     t.add_row({fmt::format("GPU{}-GPU{}", v.gpu_a, v.gpu_b),
-               !v.known ? "?" : v.can_access ? "yes" : "no",
+               !v.known       ? "?"
+               : v.can_access ? "yes"
+                              : "no",
                v.performance_rank >= 0 ? std::to_string(v.performance_rank) : "-",
-               !v.known || !v.can_access ? "-" : v.native_atomics ? "yes" : "no", v.reason});
+               !v.known || !v.can_access ? "-"
+               : v.native_atomics        ? "yes"
+                                         : "no",
+               v.reason});
   }
   return out + t.render() + "  Perf rank: cudaDevP2PAttrPerformanceRank, lower is better.\n";
 }
@@ -221,18 +234,19 @@ std::string findings_section(const Analysis& a) {
 std::string missing_section(const Topology& topo) {
   if (topo.missing.empty()) return {};
   std::string out = section("Not available");
-  for (const Missing& m : topo.missing) out += "  - " + m.what + ": " + m.why + "\n";
+  for (const Missing& m : topo.missing)
+    out += "  - " + m.what + ": " + m.why + "\n";
   return out;
 }
 
 }  // namespace
 
 std::string render_topo_text(const Topology& topo, const Analysis& analysis) {
-  std::string out = fmt::format(
-      "commtool topo: {} GPU(s), {} NIC(s), {} NVSwitch(es) from {}{}{}\n", topo.gpus.size(),
-      topo.nics.size(), topo.nvswitches.size(), topo.source,
-      topo.driver_version.empty() ? "" : "; driver " + topo.driver_version,
-      topo.in_vm ? "; virtual machine" : "");
+  std::string out =
+      fmt::format("commtool topo: {} GPU(s), {} NIC(s), {} NVSwitch(es) from {}{}{}\n",
+                  topo.gpus.size(), topo.nics.size(), topo.nvswitches.size(), topo.source,
+                  topo.driver_version.empty() ? "" : "; driver " + topo.driver_version,
+                  topo.in_vm ? "; virtual machine" : "");
   out += gpu_section(topo, analysis);
   out += nvlink_section(topo, analysis);
   out += nic_section(topo);

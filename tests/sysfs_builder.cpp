@@ -37,7 +37,8 @@ void SysfsBuilder::link(const std::string& relative_link, const std::string& tar
 }
 
 void SysfsBuilder::device(const std::string& path, const Attrs& attrs) {
-  for (const auto& [name, value] : attrs) write("devices/" + path + "/" + name, value);
+  for (const auto& [name, value] : attrs)
+    write("devices/" + path + "/" + name, value);
   std::string bdf = fs::path(path).filename().string();
   link("bus/pci/devices/" + bdf, "devices/" + path);
 }
@@ -45,7 +46,8 @@ void SysfsBuilder::device(const std::string& path, const Attrs& attrs) {
 void SysfsBuilder::config(const std::string& path, const std::vector<unsigned char>& bytes) {
   fs::path p = fs::path(root_) / "devices" / path / "config";
   std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
 }
 
 void SysfsBuilder::infiniband(const std::string& name, const std::string& device_path,
@@ -54,7 +56,8 @@ void SysfsBuilder::infiniband(const std::string& name, const std::string& device
   write("class/infiniband/" + name + "/ports/1/link_layer", link_layer);
   write("class/infiniband/" + name + "/ports/1/rate", rate);
   link("class/infiniband/" + name + "/device", "devices/" + device_path);
-  for (const auto& n : netdevs) write("devices/" + device_path + "/net/" + n + "/type", "1");
+  for (const auto& n : netdevs)
+    write("devices/" + device_path + "/net/" + n + "/type", "1");
 }
 
 void SysfsBuilder::netdev(const std::string& name, const std::string& device_path,
@@ -80,13 +83,19 @@ void SysfsBuilder::iommu_groups(int count) {
   }
 }
 
-void SysfsBuilder::remove(const std::string& relative) { fs::remove(fs::path(root_) / relative); }
+void SysfsBuilder::remove(const std::string& relative) {
+  fs::remove(fs::path(root_) / relative);
+}
 
 Attrs SysfsBuilder::bridge(const std::string& max_speed, int max_width, int numa) {
-  return {{"class", "0x060400"},          {"vendor", "0x1000"},
-          {"device", "0xc030"},           {"numa_node", std::to_string(numa)},
-          {"max_link_speed", max_speed},  {"max_link_width", std::to_string(max_width)},
-          {"current_link_speed", max_speed}, {"current_link_width", std::to_string(max_width)}};
+  return {{"class", "0x060400"},
+          {"vendor", "0x1000"},
+          {"device", "0xc030"},
+          {"numa_node", std::to_string(numa)},
+          {"max_link_speed", max_speed},
+          {"max_link_width", std::to_string(max_width)},
+          {"current_link_speed", max_speed},
+          {"current_link_width", std::to_string(max_width)}};
 }
 
 Attrs SysfsBuilder::nvidia_gpu(const std::string& device_id, int numa, const std::string& cpus,

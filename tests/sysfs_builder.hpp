@@ -40,10 +40,10 @@ class SysfsBuilder {
   static Attrs bridge(const std::string& max_speed = "32.0 GT/s PCIe", int max_width = 16,
                       int numa = 0);
   static Attrs nvidia_gpu(const std::string& device_id, int numa, const std::string& cpus,
-                          const std::string& cur_speed, int cur_width,
-                          const std::string& max_speed, int max_width);
-  static Attrs nic(const std::string& cls, int numa, const std::string& max_speed = "16.0 GT/s PCIe",
-                   int max_width = 16);
+                          const std::string& cur_speed, int cur_width, const std::string& max_speed,
+                          int max_width);
+  static Attrs nic(const std::string& cls, int numa,
+                   const std::string& max_speed = "16.0 GT/s PCIe", int max_width = 16);
 
  private:
   void write(const std::string& relative, const std::string& content);

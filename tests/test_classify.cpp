@@ -40,7 +40,8 @@ Topology two_gpus_under_switch(bool p2p) {
   return t;
 }
 
-void add_links(Gpu& g, NvLinkPeer peer, const std::string& peer_bdf, int count, bool active = true) {
+void add_links(Gpu& g, NvLinkPeer peer, const std::string& peer_bdf, int count,
+               bool active = true) {
   for (int i = 0; i < count; ++i) {
     g.nvlinks.push_back({static_cast<int>(g.nvlinks.size()), active, 0, 4, peer, peer_bdf});
   }
@@ -97,7 +98,8 @@ TEST(Classify, UnknownNumaAcrossRootComplexesIsAnAssumedNode) {
   t.pci[2].root_complex = "pci0000:80";
   t.pci[2].parent_bdf = "";
   t.root_complexes = {{"pci0000:00", kUnknownNuma, ""}, {"pci0000:80", kUnknownNuma, ""}};
-  for (auto& n : t.pci) n.numa_node = kUnknownNuma;
+  for (auto& n : t.pci)
+    n.numa_node = kUnknownNuma;
   t.pci[0].root_complex = t.pci[1].root_complex = "pci0000:00";
   Connection c = classify_pcie(t, "0000:11:00.0", "0000:12:00.0");
   EXPECT_EQ(c.path, PathClass::kNode);

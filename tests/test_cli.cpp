@@ -24,7 +24,8 @@ Result run(const std::string& args) {
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
   std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) r.out.append(buf.data(), n);
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe))
+    r.out.append(buf.data(), n);
   int status = pclose(pipe);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
@@ -56,7 +57,9 @@ TEST(Cli, HelpListsTopoAndTheExitCodes) {
   EXPECT_TRUE(contains(r.out, "5  a timeout or a hang was detected"));
 }
 
-TEST(Cli, NoSubcommandIsUsageError) { EXPECT_EQ(run("").code, 2); }
+TEST(Cli, NoSubcommandIsUsageError) {
+  EXPECT_EQ(run("").code, 2);
+}
 
 TEST(Cli, UnknownOptionIsUsageErrorNamingIt) {
   Result r = run("topo --frobnicate");
@@ -64,13 +67,15 @@ TEST(Cli, UnknownOptionIsUsageErrorNamingIt) {
   EXPECT_TRUE(contains(r.out, "--frobnicate"));
 }
 
-TEST(Cli, UnknownSubcommandIsUsageError) { EXPECT_EQ(run("teleport").code, 2); }
+TEST(Cli, UnknownSubcommandIsUsageError) {
+  EXPECT_EQ(run("teleport").code, 2);
+}
 
 TEST(Cli, VersionNamesEveryComponent) {
   Result r = run("--version");
   EXPECT_EQ(r.code, 0);
-  for (const char* what : {"commtool ", "CUDA runtime:", "CUDA driver:", "NVIDIA driver:",
-                           "NCCL:", "CUPTI:"}) {
+  for (const char* what :
+       {"commtool ", "CUDA runtime:", "CUDA driver:", "NVIDIA driver:", "NCCL:", "CUPTI:"}) {
     EXPECT_TRUE(contains(r.out, what)) << what;
   }
 }
@@ -95,7 +100,9 @@ TEST(Cli, DevicesSelectsGpusFromTheReport) {
   EXPECT_FALSE(contains(r.out, "\"GPU2\""));
 }
 
-TEST(Cli, BadTimeoutIsUsageError) { EXPECT_EQ(run("topo --timeout 0").code, 2); }
+TEST(Cli, BadTimeoutIsUsageError) {
+  EXPECT_EQ(run("topo --timeout 0").code, 2);
+}
 
 TEST(Cli, TopoRunsOnThisMachineWhateverItHas) {
   // CI has no GPU and no driver: the report says what is missing and exits 0.
@@ -138,8 +145,8 @@ TEST(Cli, SysfsRootThatIsNotSysfsIsUsageError) {
 TEST(Cli, OutputIsWrittenWholeToTheFile) {
   TempDir dir;
   fs::path file = dir.path / "topo.json";
-  Result r = run("topo --json --nccl-xml " + fixture("dgx_h100.xml") + " --output " +
-                 file.string());
+  Result r =
+      run("topo --json --nccl-xml " + fixture("dgx_h100.xml") + " --output " + file.string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(r.out.empty()) << r.out;
   std::ifstream in(file);
@@ -149,8 +156,8 @@ TEST(Cli, OutputIsWrittenWholeToTheFile) {
 }
 
 TEST(Cli, UnwritableOutputIsUsageErrorAndWritesNothing) {
-  Result r = run("topo --nccl-xml " + fixture("dgx_h100.xml") +
-                 " --output /nonexistent-dir/topo.txt");
+  Result r =
+      run("topo --nccl-xml " + fixture("dgx_h100.xml") + " --output /nonexistent-dir/topo.txt");
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.out, "/nonexistent-dir"));
   EXPECT_FALSE(fs::exists("/nonexistent-dir/topo.txt"));
@@ -159,8 +166,8 @@ TEST(Cli, UnwritableOutputIsUsageErrorAndWritesNothing) {
 TEST(Cli, FailedRunLeavesNoOutputFile) {
   TempDir dir;
   fs::path file = dir.path / "topo.txt";
-  Result r = run("topo --nccl-xml " + fixture("malformed_class.xml") + " --output " +
-                 file.string());
+  Result r =
+      run("topo --nccl-xml " + fixture("malformed_class.xml") + " --output " + file.string());
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(fs::is_empty(dir.path));
 }

@@ -22,7 +22,9 @@ std::string error_of(const std::string& text) {
 
 }  // namespace
 
-TEST(DeviceList, AllMeansEveryGpu) { EXPECT_TRUE(parse_device_list("all").empty()); }
+TEST(DeviceList, AllMeansEveryGpu) {
+  EXPECT_TRUE(parse_device_list("all").empty());
+}
 
 TEST(DeviceList, ListsAndRangesAreSortedAndUnique) {
   EXPECT_EQ(parse_device_list("3,0-2,1"), (std::vector<int>{0, 1, 2, 3}));

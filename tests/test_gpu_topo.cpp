@@ -63,7 +63,8 @@ TEST(GpuTopo, CliJsonReportsTheGpus) {
   FILE* pipe = popen(COMMTOOL_BINARY " topo --json", "r");
   ASSERT_NE(pipe, nullptr);
   std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe))
+    out.append(buf.data(), n);
   EXPECT_EQ(pclose(pipe), 0);
   EXPECT_NE(out.find("\"nvml_available\": true"), std::string::npos);
   EXPECT_NE(out.find("\"cuda_available\": true"), std::string::npos);

@@ -4,11 +4,17 @@
 
 using namespace commtool::topo;
 
-TEST(LinkRate, Gen5x16RawIs63GBPerDirection) { EXPECT_NEAR(pcie_raw_gbps(5, 16), 63.02, 0.01); }
+TEST(LinkRate, Gen5x16RawIs63GBPerDirection) {
+  EXPECT_NEAR(pcie_raw_gbps(5, 16), 63.02, 0.01);
+}
 
-TEST(LinkRate, Gen3x16RawIs15_75GB) { EXPECT_NEAR(pcie_raw_gbps(3, 16), 15.75, 0.01); }
+TEST(LinkRate, Gen3x16RawIs15_75GB) {
+  EXPECT_NEAR(pcie_raw_gbps(3, 16), 15.75, 0.01);
+}
 
-TEST(LinkRate, Gen2Uses8b10bEncoding) { EXPECT_NEAR(pcie_raw_gbps(2, 16), 8.0, 1e-9); }
+TEST(LinkRate, Gen2Uses8b10bEncoding) {
+  EXPECT_NEAR(pcie_raw_gbps(2, 16), 8.0, 1e-9);
+}
 
 TEST(LinkRate, PayloadRemovesTlpOverheadAtMps256) {
   EXPECT_NEAR(pcie_payload_gbps(5, 16), 63.015 * 256.0 / 282.0, 0.01);

@@ -14,7 +14,9 @@ namespace fixtures = commtool::fixtures;
 
 namespace {
 
-Topology read(const SysfsBuilder& fs) { return read_sysfs({fs.root(), true, ""}); }
+Topology read(const SysfsBuilder& fs) {
+  return read_sysfs({fs.root(), true, ""});
+}
 
 bool has_missing(const Topology& t, const std::string& what_prefix) {
   return std::any_of(t.missing.begin(), t.missing.end(),

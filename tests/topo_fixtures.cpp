@@ -65,8 +65,8 @@ void build_degraded_link(SysfsBuilder& fs) {
             SysfsBuilder::nvidia_gpu("0x2335", 0, "0-15", kGen1, 8, kGen5, 16));
   fs.device("pci0000:80/0000:80:02.0", SysfsBuilder::bridge(kGen4, 16, 1));
   fs.device("pci0000:80/0000:80:02.0/0000:81:00.0", SysfsBuilder::nic("0x020000", 1, kGen4, 16));
-  fs.infiniband("mlx5_0", "pci0000:80/0000:80:02.0/0000:81:00.0", "Ethernet",
-                "200 Gb/sec (4X HDR)", {"ens1f0"});
+  fs.infiniband("mlx5_0", "pci0000:80/0000:80:02.0/0000:81:00.0", "Ethernet", "200 Gb/sec (4X HDR)",
+                {"ens1f0"});
   fs.netdev("ens1f0", "pci0000:80/0000:80:02.0/0000:81:00.0", "200000");
   fs.numa_node(0, "0-15");
   fs.numa_node(1, "16-31");

@@ -10,13 +10,20 @@ namespace commtool::topo {
 
 std::string label(PathClass p) {
   switch (p) {
-    case PathClass::kSelf: return "X";
-    case PathClass::kNvLink: return "NV";
-    case PathClass::kPix: return "PIX";
-    case PathClass::kPxb: return "PXB";
-    case PathClass::kPhb: return "PHB";
-    case PathClass::kNode: return "NODE";
-    case PathClass::kSys: return "SYS";
+    case PathClass::kSelf:
+      return "X";
+    case PathClass::kNvLink:
+      return "NV";
+    case PathClass::kPix:
+      return "PIX";
+    case PathClass::kPxb:
+      return "PXB";
+    case PathClass::kPhb:
+      return "PHB";
+    case PathClass::kNode:
+      return "NODE";
+    case PathClass::kSys:
+      return "SYS";
   }
   return "?";
 }
@@ -28,9 +35,12 @@ std::string label(const Connection& c) {
 
 std::string describe(PathClass p) {
   switch (p) {
-    case PathClass::kSelf: return "Self";
-    case PathClass::kNvLink: return "Connection traversing a bonded set of # NVLinks";
-    case PathClass::kPix: return "Connection traversing at most a single PCIe bridge (switch)";
+    case PathClass::kSelf:
+      return "Self";
+    case PathClass::kNvLink:
+      return "Connection traversing a bonded set of # NVLinks";
+    case PathClass::kPix:
+      return "Connection traversing at most a single PCIe bridge (switch)";
     case PathClass::kPxb:
       return "Connection traversing multiple PCIe bridges (without traversing the PCIe Host "
              "Bridge)";
@@ -125,8 +135,7 @@ Placement placement_of(const Topology& topo, const Nic& nic) {
 
 }  // namespace
 
-Connection classify_pcie(const Topology& topo, const std::string& bdf_a,
-                         const std::string& bdf_b) {
+Connection classify_pcie(const Topology& topo, const std::string& bdf_a, const std::string& bdf_b) {
   if (bdf_a == bdf_b) return Connection{PathClass::kSelf, 0, false};
   return classify(placement_of(topo, bdf_a), placement_of(topo, bdf_b));
 }
@@ -193,8 +202,10 @@ std::vector<NicPairing> pair_nics(const Topology& topo, const ConnectionMatrix& 
     }
     if (!best.empty()) {
       double top_rate = 0;
-      for (int n : best) top_rate = std::max(top_rate, topo.nics[static_cast<size_t>(n)].port_rate_gbps);
-      std::erase_if(best, [&](int n) { return topo.nics[static_cast<size_t>(n)].port_rate_gbps < top_rate; });
+      for (int n : best)
+        top_rate = std::max(top_rate, topo.nics[static_cast<size_t>(n)].port_rate_gbps);
+      std::erase_if(
+          best, [&](int n) { return topo.nics[static_cast<size_t>(n)].port_rate_gbps < top_rate; });
       int slot = group_next[best]++;
       auto chosen = static_cast<size_t>(best[static_cast<size_t>(slot) % best.size()]);
       p.nic = topo.nics[chosen].index;

@@ -28,9 +28,9 @@ struct Connection {
   bool numa_assumed = false;
 };
 
-std::string label(const Connection& c);     // "X", "NV18", "PIX", ...
-std::string label(PathClass p);             // "NV", "PIX", ...
-std::string describe(PathClass p);          // the legend line
+std::string label(const Connection& c);  // "X", "NV18", "PIX", ...
+std::string label(PathClass p);          // "NV", "PIX", ...
+std::string describe(PathClass p);       // the legend line
 
 // PCIe path class between two PCI functions of the tree, following NCCL's reading of sysfs:
 // a switch is its upstream port plus downstream ports, so only every second bridge on the way
@@ -58,7 +58,7 @@ struct GpuLinkRates {
   double pcie_current_raw_gbps = 0;  // at the link state read now (drops when idle)
   int nvlink_active = 0;
   int nvlink_generation = 0;
-  double nvlink_gbps = 0;            // per direction, all active links together
+  double nvlink_gbps = 0;  // per direction, all active links together
 };
 
 enum class Severity { kNote, kWarning };
@@ -74,11 +74,11 @@ struct Finding {
 struct P2pVerdict {
   int gpu_a = 0;
   int gpu_b = 0;
-  bool known = false;    // CUDA answered
+  bool known = false;  // CUDA answered
   bool can_access = false;
   int performance_rank = -1;
   bool native_atomics = false;
-  std::string reason;    // when not possible: the likely cause
+  std::string reason;  // when not possible: the likely cause
 };
 
 struct Analysis {

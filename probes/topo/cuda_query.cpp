@@ -50,7 +50,8 @@ void enrich_with_cuda(Topology& topo) {
   }
   std::sort(topo.gpus.begin(), topo.gpus.end(),
             [](const Gpu& a, const Gpu& b) { return a.bdf < b.bdf; });
-  for (size_t i = 0; i < topo.gpus.size(); ++i) topo.gpus[i].index = static_cast<int>(i);
+  for (size_t i = 0; i < topo.gpus.size(); ++i)
+    topo.gpus[i].index = static_cast<int>(i);
 
   topo.p2p_queried = true;
   for (const Gpu& a : topo.gpus) {
@@ -70,8 +71,8 @@ void enrich_with_cuda(Topology& topo) {
                                     b.cuda_ordinal) == cudaSuccess) {
         p.performance_rank = rank;
       }
-      if (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported,
-                                    a.cuda_ordinal, b.cuda_ordinal) == cudaSuccess) {
+      if (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, a.cuda_ordinal,
+                                    b.cuda_ordinal) == cudaSuccess) {
         p.native_atomics = atomics != 0;
       }
       cudaGetLastError();

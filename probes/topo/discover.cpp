@@ -26,8 +26,9 @@ Topology discover(const DiscoverOptions& options) {
   stage("sysfs");
   if (!options.sysfs_root.empty()) {
     Topology t = read_sysfs({options.sysfs_root, /*strict=*/true, /*cpuinfo=*/""});
-    t.missing.push_back({"NVML and CUDA", "not asked: the sysfs tree read is a capture, "
-                                          "not necessarily this machine"});
+    t.missing.push_back({"NVML and CUDA",
+                         "not asked: the sysfs tree read is a capture, "
+                         "not necessarily this machine"});
     return t;
   }
   Topology t = read_sysfs({});
@@ -41,8 +42,8 @@ Topology discover(const DiscoverOptions& options) {
 
 void select_gpus(Topology& topo, const std::vector<int>& indices) {
   for (int i : indices) {
-    bool present = std::any_of(topo.gpus.begin(), topo.gpus.end(),
-                               [&](const Gpu& g) { return g.index == i; });
+    bool present =
+        std::any_of(topo.gpus.begin(), topo.gpus.end(), [&](const Gpu& g) { return g.index == i; });
     if (!present) {
       throw usage_error(fmt::format(
           "--devices: GPU {} does not exist here; {}", i,

@@ -11,8 +11,8 @@
 namespace commtool::topo {
 
 struct DiscoverOptions {
-  std::string nccl_xml;     // read this NCCL XML file instead of the machine
-  std::string sysfs_root;   // read this captured sysfs tree instead of /sys
+  std::string nccl_xml;    // read this NCCL XML file instead of the machine
+  std::string sysfs_root;  // read this captured sysfs tree instead of /sys
   // Called as each stage starts ("sysfs", "nvml", "cuda", "nccl-xml"), for timing and for a
   // watchdog to name what hung. String literals only.
   std::function<void(const char*)> on_stage;

@@ -12,7 +12,9 @@ namespace commtool::topo {
 
 namespace {
 
-std::string gpu_name(const Gpu& g) { return fmt::format("GPU{} ({})", g.index, g.bdf); }
+std::string gpu_name(const Gpu& g) {
+  return fmt::format("GPU{} ({})", g.index, g.bdf);
+}
 
 const Nic* find_nic(const Topology& topo, int index) {
   for (const Nic& n : topo.nics) {
@@ -41,7 +43,8 @@ std::string p2p_refusal_reason(const Topology& topo, const Gpu& a, const Gpu& b,
            "peer-to-peer over the inter-socket link";
   }
   auto acs = acs_redirecting_bridges(topo, a.bdf);
-  for (const auto& bridge : acs_redirecting_bridges(topo, b.bdf)) acs.push_back(bridge);
+  for (const auto& bridge : acs_redirecting_bridges(topo, b.bdf))
+    acs.push_back(bridge);
   if (!acs.empty() && (path.path == PathClass::kPix || path.path == PathClass::kPxb)) {
     return fmt::format(
         "ACS P2P Request Redirect is enabled on bridge {}: peer requests are sent up to the "
@@ -112,18 +115,17 @@ void pcie_findings(const Topology& topo, std::vector<Finding>& out) {
   for (const Gpu& g : topo.gpus) {
     const PcieLink& l = g.pcie;
     if (l.current_width > 0 && l.attainable_width() > 0 && l.current_width < l.attainable_width()) {
-      out.push_back({Severity::kWarning, "pcie-width-degraded",
-                     fmt::format("{} PCIe link trained to x{}, capable of x{}: host<->device "
-                                 "bandwidth is cut to {:.0f}%",
-                                 gpu_name(g), l.current_width, l.attainable_width(),
-                                 100.0 * l.current_width / l.attainable_width()),
-                     fmt::format("current_link_width={} max_link_width={}{}", l.current_width,
-                                 l.max_width,
-                                 l.port_max_width ? fmt::format(" port max_link_width={}",
-                                                                l.port_max_width)
-                                                  : ""),
-                     "reseat the card or check the riser/slot; the link width does not drop at "
-                     "idle, so this is a hardware or BIOS problem"});
+      out.push_back(
+          {Severity::kWarning, "pcie-width-degraded",
+           fmt::format("{} PCIe link trained to x{}, capable of x{}: host<->device "
+                       "bandwidth is cut to {:.0f}%",
+                       gpu_name(g), l.current_width, l.attainable_width(),
+                       100.0 * l.current_width / l.attainable_width()),
+           fmt::format(
+               "current_link_width={} max_link_width={}{}", l.current_width, l.max_width,
+               l.port_max_width ? fmt::format(" port max_link_width={}", l.port_max_width) : ""),
+           "reseat the card or check the riser/slot; the link width does not drop at "
+           "idle, so this is a hardware or BIOS problem"});
     }
     if (l.port_max_gen > 0 && l.max_gen > 0 && l.port_max_gen < l.max_gen) {
       out.push_back({Severity::kWarning, "pcie-slot-limits-gen",
@@ -137,16 +139,16 @@ void pcie_findings(const Topology& topo, std::vector<Finding>& out) {
                      "setting"});
     }
     if (l.current_gen > 0 && l.attainable_gen() > 0 && l.current_gen < l.attainable_gen()) {
-      out.push_back({Severity::kNote, "pcie-gen-below-max",
-                     fmt::format("{} link runs at Gen{} now, capable of Gen{}: GPUs lower the "
-                                 "link generation when idle, so this is expected unless it "
-                                 "stays low under load",
-                                 gpu_name(g), l.current_gen, l.attainable_gen()),
-                     fmt::format("current_link_speed={} max_link_speed={}",
-                                 pcie_speed_string(l.current_gen),
-                                 pcie_speed_string(l.attainable_gen())),
-                     "read it again while a copy runs (nvidia-smi -q -d PCIE shows the current "
-                     "generation)"});
+      out.push_back(
+          {Severity::kNote, "pcie-gen-below-max",
+           fmt::format("{} link runs at Gen{} now, capable of Gen{}: GPUs lower the "
+                       "link generation when idle, so this is expected unless it "
+                       "stays low under load",
+                       gpu_name(g), l.current_gen, l.attainable_gen()),
+           fmt::format("current_link_speed={} max_link_speed={}", pcie_speed_string(l.current_gen),
+                       pcie_speed_string(l.attainable_gen())),
+           "read it again while a copy runs (nvidia-smi -q -d PCIE shows the current "
+           "generation)"});
     }
   }
 }
@@ -161,8 +163,8 @@ void numa_findings(const Topology& topo, const Analysis& a, std::vector<Finding>
                      "placed near it{}",
                      gpu_name(g),
                      several ? "" : "; with one NUMA node on this machine it costs nothing"),
-         fmt::format("numa_node=-1, {} NUMA node(s) known to the OS{}",
-                     topo.numa_node_count, topo.in_vm ? ", hypervisor flag set (VM)" : ""),
+         fmt::format("numa_node=-1, {} NUMA node(s) known to the OS{}", topo.numa_node_count,
+                     topo.in_vm ? ", hypervisor flag set (VM)" : ""),
          topo.in_vm ? "VMs often hide the NUMA layout; ask for a NUMA-aware instance type"
                     : "enable ACPI SRAT/NUMA in the BIOS"});
   }
@@ -202,8 +204,8 @@ void gpu_pair_findings(const Topology& topo, const Analysis& a, std::vector<Find
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = i + 1; j < n; ++j) {
       const Connection& c = a.matrix.cells[i][j];
-      std::string pair = fmt::format("GPU{}-GPU{} {}", topo.gpus[i].index, topo.gpus[j].index,
-                                     label(c));
+      std::string pair =
+          fmt::format("GPU{}-GPU{} {}", topo.gpus[i].index, topo.gpus[j].index, label(c));
       if (c.path == PathClass::kNvLink) {
         if (nv_example.empty()) nv_example = pair;
         continue;
@@ -254,23 +256,23 @@ void gpu_pair_findings(const Topology& topo, const Analysis& a, std::vector<Find
 void nvlink_findings(const Topology& topo, std::vector<Finding>& out) {
   for (const Gpu& g : topo.gpus) {
     if (g.nvlinks.empty()) continue;
-    auto active = std::count_if(g.nvlinks.begin(), g.nvlinks.end(),
-                                [](const NvLink& l) { return l.active; });
+    auto active =
+        std::count_if(g.nvlinks.begin(), g.nvlinks.end(), [](const NvLink& l) { return l.active; });
     if (active == static_cast<long>(g.nvlinks.size())) continue;
     if (active == 0 && topo.gpus.size() == 1) continue;  // nothing to link to
     std::string down;
     for (const NvLink& l : g.nvlinks) {
       if (!l.active) down += (down.empty() ? "" : ",") + std::to_string(l.link);
     }
-    out.push_back({Severity::kWarning, "nvlink-inactive",
-                   fmt::format("{} has {} of {} NVLinks active: its NVLink bandwidth is cut to "
-                               "{:.0f}%",
-                               gpu_name(g), active, g.nvlinks.size(),
-                               100.0 * static_cast<double>(active) /
-                                   static_cast<double>(g.nvlinks.size())),
-                   "inactive links: " + down + " (NVML nvmlDeviceGetNvLinkState)",
-                   "check `nvidia-smi nvlink -s` and the fabric manager; a down link usually "
-                   "needs a node drain and service"});
+    out.push_back(
+        {Severity::kWarning, "nvlink-inactive",
+         fmt::format("{} has {} of {} NVLinks active: its NVLink bandwidth is cut to "
+                     "{:.0f}%",
+                     gpu_name(g), active, g.nvlinks.size(),
+                     100.0 * static_cast<double>(active) / static_cast<double>(g.nvlinks.size())),
+         "inactive links: " + down + " (NVML nvmlDeviceGetNvLinkState)",
+         "check `nvidia-smi nvlink -s` and the fabric manager; a down link usually "
+         "needs a node drain and service"});
   }
 }
 

@@ -6,13 +6,20 @@ namespace commtool::topo {
 
 double pcie_lane_gtps(int gen) {
   switch (gen) {
-    case 1: return 2.5;
-    case 2: return 5.0;
-    case 3: return 8.0;
-    case 4: return 16.0;
-    case 5: return 32.0;
-    case 6: return 64.0;
-    default: return 0.0;
+    case 1:
+      return 2.5;
+    case 2:
+      return 5.0;
+    case 3:
+      return 8.0;
+    case 4:
+      return 16.0;
+    case 5:
+      return 32.0;
+    case 6:
+      return 64.0;
+    default:
+      return 0.0;
   }
 }
 
@@ -21,9 +28,9 @@ namespace {
 // Fraction of the signalled bits that carry data.
 double line_code_efficiency(int gen) {
   if (gen <= 0) return 0.0;
-  if (gen <= 2) return 8.0 / 10.0;      // 8b/10b
-  if (gen <= 5) return 128.0 / 130.0;   // 128b/130b
-  return 242.0 / 256.0;                 // Gen6 FLIT: 242 of 256 bytes are TLP + DLLP bytes
+  if (gen <= 2) return 8.0 / 10.0;     // 8b/10b
+  if (gen <= 5) return 128.0 / 130.0;  // 128b/130b
+  return 242.0 / 256.0;                // Gen6 FLIT: 242 of 256 bytes are TLP + DLLP bytes
 }
 
 }  // namespace
@@ -44,7 +51,8 @@ int pcie_gen_from_speed(const std::string& text) {
   char* end = nullptr;
   double gtps = std::strtod(text.c_str(), &end);
   if (end == text.c_str()) return -1;
-  while (*end == ' ') ++end;
+  while (*end == ' ')
+    ++end;
   if (std::string(end).rfind("GT/s", 0) != 0) return -1;
   for (int gen = 1; gen <= 6; ++gen) {
     if (std::abs(gtps - pcie_lane_gtps(gen)) < 0.01) return gen;
@@ -54,24 +62,35 @@ int pcie_gen_from_speed(const std::string& text) {
 
 std::string pcie_speed_string(int gen) {
   switch (gen) {
-    case 1: return "2.5 GT/s";
-    case 2: return "5.0 GT/s";
-    case 3: return "8.0 GT/s";
-    case 4: return "16.0 GT/s";
-    case 5: return "32.0 GT/s";
-    case 6: return "64.0 GT/s";
-    default: return "unknown";
+    case 1:
+      return "2.5 GT/s";
+    case 2:
+      return "5.0 GT/s";
+    case 3:
+      return "8.0 GT/s";
+    case 4:
+      return "16.0 GT/s";
+    case 5:
+      return "32.0 GT/s";
+    case 6:
+      return "64.0 GT/s";
+    default:
+      return "unknown";
   }
 }
 
 double nvlink_link_gbps(int generation) {
   switch (generation) {
-    case 1: return 20.0;
+    case 1:
+      return 20.0;
     case 2:
     case 3:
-    case 4: return 25.0;
-    case 5: return 50.0;
-    default: return 0.0;
+    case 4:
+      return 25.0;
+    case 5:
+      return 50.0;
+    default:
+      return 0.0;
   }
 }
 

@@ -38,14 +38,13 @@ struct Nvml {
   DynamicLibrary lib{{"libnvidia-ml.so.1"}};
   nvmlReturn_t (*init)() = lib.symbol<decltype(init)>("nvmlInit_v2");
   nvmlReturn_t (*shutdown)() = lib.symbol<decltype(shutdown)>("nvmlShutdown");
-  const char* (*error_string)(nvmlReturn_t) =
-      lib.symbol<decltype(error_string)>("nvmlErrorString");
+  const char* (*error_string)(nvmlReturn_t) = lib.symbol<decltype(error_string)>("nvmlErrorString");
   nvmlReturn_t (*driver_version)(char*, unsigned) =
       lib.symbol<decltype(driver_version)>("nvmlSystemGetDriverVersion");
   nvmlReturn_t (*handle_by_bus_id)(const char*, nvmlDevice_t*) =
       lib.symbol<decltype(handle_by_bus_id)>("nvmlDeviceGetHandleByPciBusId_v2");
-  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) =
-      lib.symbol<decltype(name)>("nvmlDeviceGetName");
+  nvmlReturn_t (*name)(nvmlDevice_t, char*,
+                       unsigned) = lib.symbol<decltype(name)>("nvmlDeviceGetName");
   nvmlReturn_t (*compute_capability)(nvmlDevice_t, int*, int*) =
       lib.symbol<decltype(compute_capability)>("nvmlDeviceGetCudaComputeCapability");
   nvmlReturn_t (*curr_gen)(nvmlDevice_t, unsigned*) =
@@ -78,10 +77,14 @@ NvLinkPeer peer_kind(const Topology& topo, const std::string& bdf, const Nvml& n
   nvmlIntNvLinkDeviceType_t type = NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
   if (nvml.remote_type && nvml.remote_type(dev, link, &type) == NVML_SUCCESS) {
     switch (type) {
-      case NVML_NVLINK_DEVICE_TYPE_GPU: return NvLinkPeer::kGpu;
-      case NVML_NVLINK_DEVICE_TYPE_SWITCH: return NvLinkPeer::kNvSwitch;
-      case NVML_NVLINK_DEVICE_TYPE_IBMNPU: return NvLinkPeer::kCpu;
-      default: break;
+      case NVML_NVLINK_DEVICE_TYPE_GPU:
+        return NvLinkPeer::kGpu;
+      case NVML_NVLINK_DEVICE_TYPE_SWITCH:
+        return NvLinkPeer::kNvSwitch;
+      case NVML_NVLINK_DEVICE_TYPE_IBMNPU:
+        return NvLinkPeer::kCpu;
+      default:
+        break;
     }
   }
   // Older drivers lack the call: tell by what sits at the far end.
@@ -140,8 +143,9 @@ void enrich_with_nvml(Topology& topo) {
     return;
   }
   if (!nvml.complete()) {
-    topo.missing.push_back({"NVML", "libnvidia-ml.so.1 lacks entry points commtool needs "
-                                    "(driver older than R450?)"});
+    topo.missing.push_back({"NVML",
+                            "libnvidia-ml.so.1 lacks entry points commtool needs "
+                            "(driver older than R450?)"});
     return;
   }
   if (nvmlReturn_t r = nvml.init(); r != NVML_SUCCESS) {

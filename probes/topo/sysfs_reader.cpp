@@ -23,7 +23,8 @@ std::optional<std::string> read_attr(const fs::path& file) {
   std::ifstream in(file);
   if (!in) return std::nullopt;
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+    text.pop_back();
   return text;
 }
 
@@ -89,18 +90,21 @@ class Reader {
     std::error_code ec;
     if (!fs::is_directory(devices, ec)) {
       if (opt_.strict) {
-        throw usage_error(fmt::format("--sysfs-root {}: no bus/pci/devices directory there; "
-                                      "expected a sysfs tree such as /sys or a capture made by "
-                                      "scripts/capture-sysfs.sh",
-                                      opt_.root));
+        throw usage_error(
+            fmt::format("--sysfs-root {}: no bus/pci/devices directory there; "
+                        "expected a sysfs tree such as /sys or a capture made by "
+                        "scripts/capture-sysfs.sh",
+                        opt_.root));
       }
       topo_.missing.push_back({"PCI devices", devices.string() + " is not readable"});
       return std::move(topo_);
     }
     std::vector<fs::path> entries;
-    for (const auto& e : fs::directory_iterator(devices, ec)) entries.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(devices, ec))
+      entries.push_back(e.path());
     std::sort(entries.begin(), entries.end());
-    for (const auto& entry : entries) scan_pci_function(entry);
+    for (const auto& entry : entries)
+      scan_pci_function(entry);
     scan_infiniband();
     scan_netdevs();
     read_system_facts();
@@ -116,9 +120,10 @@ class Reader {
     auto cls = read_number(resolved / "class", 16);
     if (!cls) {
       if (opt_.strict) {
-        throw usage_error(fmt::format("{}: missing or unreadable; every PCI device in sysfs has "
-                                      "a class file (hex, e.g. 0x030200)",
-                                      (entry / "class").string()));
+        throw usage_error(
+            fmt::format("{}: missing or unreadable; every PCI device in sysfs has "
+                        "a class file (hex, e.g. 0x030200)",
+                        (entry / "class").string()));
       }
       topo_.missing.push_back({"class of " + entry.filename().string(), "unreadable"});
       return;
@@ -148,9 +153,10 @@ class Reader {
       n.root_complex = path.root_complex;
       auto cls = read_number(dir / "class", 16);
       if (!cls && opt_.strict) {
-        throw usage_error(fmt::format("{}: missing or unreadable; every PCI device in sysfs has "
-                                      "a class file (hex, e.g. 0x060400)",
-                                      (dir / "class").string()));
+        throw usage_error(
+            fmt::format("{}: missing or unreadable; every PCI device in sysfs has "
+                        "a class file (hex, e.g. 0x060400)",
+                        (dir / "class").string()));
       }
       n.class_code = static_cast<uint32_t>(cls.value_or(0));
       n.vendor = static_cast<uint16_t>(read_number(dir / "vendor", 16).value_or(0));
@@ -219,9 +225,9 @@ class Reader {
       g.pcie.port_max_gen = port.link.max_gen;
       g.pcie.port_max_width = port.link.max_width;
       if (port.link.max_gen == 0) {
-        topo_.missing.push_back({"max_link_speed of " + port.bdf + " (upstream port of " +
-                                     g.bdf + ")",
-                                 "not readable; cannot tell whether the slot limits the link"});
+        topo_.missing.push_back(
+            {"max_link_speed of " + port.bdf + " (upstream port of " + g.bdf + ")",
+             "not readable; cannot tell whether the slot limits the link"});
       }
     } else {
       topo_.missing.push_back({"upstream port of " + g.bdf,
@@ -257,16 +263,18 @@ class Reader {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) return;
     std::vector<fs::path> devs;
-    for (const auto& e : fs::directory_iterator(dir, ec)) devs.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      devs.push_back(e.path());
     std::sort(devs.begin(), devs.end());
     for (const fs::path& dev : devs) {
       if (!fs::exists(dev / "device", ec)) continue;  // soft RDMA (rxe) has no PCI device
       auto layer = read_attr(dev / "ports/1/link_layer").value_or("InfiniBand");
-      Nic& nic = add_nic(dev.filename().string(),
-                         layer == "Ethernet" ? NicKind::kRoce : NicKind::kInfiniBand,
-                         dev / "device");
+      Nic& nic =
+          add_nic(dev.filename().string(),
+                  layer == "Ethernet" ? NicKind::kRoce : NicKind::kInfiniBand, dev / "device");
       // "400 Gb/sec (4X NDR)"
-      if (auto rate = read_attr(dev / "ports/1/rate")) nic.port_rate_gbps = std::atof(rate->c_str());
+      if (auto rate = read_attr(dev / "ports/1/rate"))
+        nic.port_rate_gbps = std::atof(rate->c_str());
       for (const auto& net : fs::directory_iterator(dev / "device/net", ec)) {
         nic.netdevs.push_back(net.path().filename().string());
       }
@@ -279,7 +287,8 @@ class Reader {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) return;
     std::vector<fs::path> ifs;
-    for (const auto& e : fs::directory_iterator(dir, ec)) ifs.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      ifs.push_back(e.path());
     std::sort(ifs.begin(), ifs.end());
     for (const fs::path& itf : ifs) {
       if (!fs::exists(itf / "device", ec)) continue;  // lo, bridges, veth: no hardware
@@ -340,8 +349,10 @@ class Reader {
   void finish() {
     std::sort(topo_.gpus.begin(), topo_.gpus.end(),
               [](const Gpu& a, const Gpu& b) { return a.bdf < b.bdf; });
-    for (size_t i = 0; i < topo_.gpus.size(); ++i) topo_.gpus[i].index = static_cast<int>(i);
-    for (size_t i = 0; i < topo_.nics.size(); ++i) topo_.nics[i].index = static_cast<int>(i);
+    for (size_t i = 0; i < topo_.gpus.size(); ++i)
+      topo_.gpus[i].index = static_cast<int>(i);
+    for (size_t i = 0; i < topo_.nics.size(); ++i)
+      topo_.nics[i].index = static_cast<int>(i);
     std::sort(topo_.pci.begin(), topo_.pci.end(),
               [](const PciNode& a, const PciNode& b) { return a.bdf < b.bdf; });
     std::sort(topo_.root_complexes.begin(), topo_.root_complexes.end(),
@@ -355,7 +366,9 @@ class Reader {
 
 }  // namespace
 
-Topology read_sysfs(const SysfsOptions& options) { return Reader(options).run(); }
+Topology read_sysfs(const SysfsOptions& options) {
+  return Reader(options).run();
+}
 
 int cpulist_count(const std::string& cpulist) {
   if (cpulist.empty()) return 0;

@@ -78,19 +78,26 @@ std::optional<std::string> canonical_bdf(const std::string& text) {
 
 std::string to_string(NicKind kind) {
   switch (kind) {
-    case NicKind::kInfiniBand: return "InfiniBand";
-    case NicKind::kRoce: return "RoCE";
-    case NicKind::kEthernet: return "Ethernet";
+    case NicKind::kInfiniBand:
+      return "InfiniBand";
+    case NicKind::kRoce:
+      return "RoCE";
+    case NicKind::kEthernet:
+      return "Ethernet";
   }
   return "?";
 }
 
 std::string to_string(NvLinkPeer peer) {
   switch (peer) {
-    case NvLinkPeer::kGpu: return "GPU";
-    case NvLinkPeer::kNvSwitch: return "NVSwitch";
-    case NvLinkPeer::kCpu: return "CPU";
-    case NvLinkPeer::kUnknown: return "unknown";
+    case NvLinkPeer::kGpu:
+      return "GPU";
+    case NvLinkPeer::kNvSwitch:
+      return "NVSwitch";
+    case NvLinkPeer::kCpu:
+      return "CPU";
+    case NvLinkPeer::kUnknown:
+      return "unknown";
   }
   return "?";
 }

@@ -17,9 +17,15 @@ inline constexpr uint32_t kClassBridgePci = 0x060400;
 inline constexpr uint32_t kClassBridgeOther = 0x068000;  // NVIDIA NVSwitch reports this
 inline constexpr uint16_t kVendorNvidia = 0x10de;
 
-inline bool is_display_class(uint32_t cls) { return (cls >> 16) == 0x03; }
-inline bool is_network_class(uint32_t cls) { return (cls >> 16) == 0x02; }
-inline bool is_pci_bridge_class(uint32_t cls) { return (cls >> 8) == 0x0604; }
+inline bool is_display_class(uint32_t cls) {
+  return (cls >> 16) == 0x03;
+}
+inline bool is_network_class(uint32_t cls) {
+  return (cls >> 16) == 0x02;
+}
+inline bool is_pci_bridge_class(uint32_t cls) {
+  return (cls >> 8) == 0x0604;
+}
 
 // One PCIe link as seen from the device at its lower end. Zero means "not known": the GPU
 // machine is a VM whose sysfs lacks the parent port's speed, and an NCCL XML carries no
@@ -27,7 +33,7 @@ inline bool is_pci_bridge_class(uint32_t cls) { return (cls >> 8) == 0x0604; }
 struct PcieLink {
   int current_gen = 0;
   int current_width = 0;
-  int max_gen = 0;    // what the device supports
+  int max_gen = 0;  // what the device supports
   int max_width = 0;
   int port_max_gen = 0;  // what the port above it supports (the slot); 0 when unreadable
   int port_max_width = 0;
@@ -39,12 +45,12 @@ struct PcieLink {
 
 // A node of the PCIe tree: a bridge (switch port, root port), an endpoint, or an NVSwitch.
 struct PciNode {
-  std::string bdf;               // canonical "dddd:bb:dd.f", lower case
+  std::string bdf;  // canonical "dddd:bb:dd.f", lower case
   uint32_t class_code = 0;
   uint16_t vendor = 0;
   uint16_t device = 0;
-  std::string parent_bdf;        // the bridge above; empty when attached to the root complex
-  std::string root_complex;      // "pci0000:00" from sysfs, or "cpu<numa>" from NCCL XML
+  std::string parent_bdf;    // the bridge above; empty when attached to the root complex
+  std::string root_complex;  // "pci0000:00" from sysfs, or "cpu<numa>" from NCCL XML
   int numa_node = kUnknownNuma;
   PcieLink link;
   // ACS "P2P Request Redirect" on this bridge (PCIe ACS control bit 2): peer writes are sent up
@@ -62,20 +68,20 @@ struct RootComplex {
 enum class NvLinkPeer { kGpu, kNvSwitch, kCpu, kUnknown };
 
 struct NvLink {
-  int link = 0;              // link index on the GPU
+  int link = 0;  // link index on the GPU
   bool active = false;
-  int nvml_version = 0;      // the raw value NVML reported (not reliable as a generation)
-  int generation = 0;        // NVLink generation (1..5), derived from the GPU architecture
+  int nvml_version = 0;  // the raw value NVML reported (not reliable as a generation)
+  int generation = 0;    // NVLink generation (1..5), derived from the GPU architecture
   NvLinkPeer peer = NvLinkPeer::kUnknown;
   std::string peer_bdf;
 };
 
 struct Gpu {
-  int index = 0;             // position in PCI bus order, as nvidia-smi numbers GPUs
-  int cuda_ordinal = -1;     // CUDA's ordinal under CUDA_DEVICE_ORDER=PCI_BUS_ID, -1 if not visible
+  int index = 0;          // position in PCI bus order, as nvidia-smi numbers GPUs
+  int cuda_ordinal = -1;  // CUDA's ordinal under CUDA_DEVICE_ORDER=PCI_BUS_ID, -1 if not visible
   std::string bdf;
   std::string name;
-  int sm = 0;                // compute capability * 10 (90 for Hopper), 0 unknown
+  int sm = 0;  // compute capability * 10 (90 for Hopper), 0 unknown
   int numa_node = kUnknownNuma;
   std::string cpu_affinity;  // cpulist, e.g. "0-15,32-47"
   PcieLink pcie;
@@ -86,12 +92,12 @@ enum class NicKind { kInfiniBand, kRoce, kEthernet };
 
 struct Nic {
   int index = 0;
-  std::string name;          // mlx5_0 for RDMA devices, eth0 for plain Ethernet
+  std::string name;  // mlx5_0 for RDMA devices, eth0 for plain Ethernet
   NicKind kind = NicKind::kEthernet;
-  std::string bdf;           // empty when the source knows only its CPU (NCCL XML <nic> under <cpu>)
-  std::string root_complex;  // set when bdf is empty
+  std::string bdf;  // empty when the source knows only its CPU (NCCL XML <nic> under <cpu>)
+  std::string root_complex;          // set when bdf is empty
   std::vector<std::string> netdevs;  // Ethernet interfaces on the same PCI function
-  double port_rate_gbps = 0; // link rate in Gbit/s as the port reports it, 0 unknown
+  double port_rate_gbps = 0;         // link rate in Gbit/s as the port reports it, 0 unknown
   int numa_node = kUnknownNuma;
   PcieLink pcie;
 };
@@ -102,21 +108,21 @@ struct NvSwitch {
 
 // CUDA's view of one ordered GPU pair.
 struct P2pPair {
-  int gpu_a = 0;             // Gpu::index
+  int gpu_a = 0;  // Gpu::index
   int gpu_b = 0;
   bool can_access = false;
-  int performance_rank = -1; // cudaDevP2PAttrPerformanceRank, lower is better; -1 unknown
+  int performance_rank = -1;  // cudaDevP2PAttrPerformanceRank, lower is better; -1 unknown
   bool native_atomics = false;
 };
 
 // What a source could not read. Reported, never fatal: topo works on an empty machine.
 struct Missing {
-  std::string what;          // "NVML", "CUDA driver", "max_link_speed of 0000:00:06.0"
+  std::string what;  // "NVML", "CUDA driver", "max_link_speed of 0000:00:06.0"
   std::string why;
 };
 
 struct Topology {
-  std::string source;        // "sysfs:/sys", "nccl-xml:FILE"
+  std::string source;  // "sysfs:/sys", "nccl-xml:FILE"
   std::vector<RootComplex> root_complexes;
   std::vector<PciNode> pci;  // every node on a path from a GPU/NIC/NVSwitch up to its root
   // sysfs lists every bridge, so a PCIe switch appears as an upstream port plus a downstream
@@ -131,9 +137,9 @@ struct Topology {
   std::string driver_version;  // from NVML or the NCCL XML, empty when unknown
   bool nvml_available = false;
   bool cuda_available = false;
-  bool in_vm = false;          // hypervisor flag seen in /proc/cpuinfo
-  int numa_node_count = 0;     // NUMA nodes the OS knows; 0 when unknown
-  int iommu_groups = -1;       // number of IOMMU groups; 0 = no IOMMU, -1 unknown
+  bool in_vm = false;       // hypervisor flag seen in /proc/cpuinfo
+  int numa_node_count = 0;  // NUMA nodes the OS knows; 0 when unknown
+  int iommu_groups = -1;    // number of IOMMU groups; 0 = no IOMMU, -1 unknown
   std::vector<Missing> missing;
 
   const PciNode* find_pci(const std::string& bdf) const;
