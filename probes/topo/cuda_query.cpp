@@ -16,67 +16,82 @@ int attribute(cudaDeviceAttr attr, int device) {
 
 }  // namespace
 
-void enrich_with_cuda(Topology& topo) {
+CudaFacts query_cuda() {
+  CudaFacts facts;
   int count = 0;
   if (cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess) {
-    topo.missing.push_back({"CUDA", fmt::format("cudaGetDeviceCount: {} ({}): no P2P facts",
-                                                cudaGetErrorString(err), cudaGetErrorName(err))});
-    cudaGetLastError();  // clear the sticky-free error so later calls start clean
-    return;
+    facts.error = err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice
+                      ? fmt::format("no usable NVIDIA driver or GPU ({})", cudaGetErrorName(err))
+                      : fmt::format("cudaGetDeviceCount: {} ({})", cudaGetErrorString(err),
+                                    cudaGetErrorName(err));
+    return facts;
   }
-  topo.cuda_available = true;
-  std::vector<std::pair<int, Gpu*>> visible;  // CUDA ordinal -> GPU of the model
+  facts.ok = true;
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     char bus_id[32] = {};
     if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, ordinal) != cudaSuccess) continue;
-    std::string bdf = canonical_bdf(bus_id).value_or(bus_id);
+    CudaDevice d;
+    d.ordinal = ordinal;
+    d.bdf = canonical_bdf(bus_id).value_or(bus_id);
+    d.sm = attribute(cudaDevAttrComputeCapabilityMajor, ordinal) * 10 +
+           attribute(cudaDevAttrComputeCapabilityMinor, ordinal);
+    facts.devices.push_back(d);
+  }
+  for (const CudaDevice& a : facts.devices) {
+    for (const CudaDevice& b : facts.devices) {
+      if (a.ordinal == b.ordinal) continue;
+      int can = 0, rank = -1, atomics = 0;
+      if (cudaDeviceCanAccessPeer(&can, a.ordinal, b.ordinal) != cudaSuccess) continue;
+      CudaPeer p{a.bdf, b.bdf, can != 0, -1, false};
+      if (cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, a.ordinal, b.ordinal) ==
+          cudaSuccess) {
+        p.performance_rank = rank;
+      }
+      if (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, a.ordinal,
+                                    b.ordinal) == cudaSuccess) {
+        p.native_atomics = atomics != 0;
+      }
+      facts.peers.push_back(p);
+    }
+  }
+  cudaGetLastError();  // leave no error behind for whoever uses CUDA next in this process
+  return facts;
+}
+
+bool cuda_needed(const Topology& topo, const char* cuda_visible_devices) {
+  return topo.gpus.size() != 1 || cuda_visible_devices != nullptr;
+}
+
+void merge_cuda(Topology& topo, const CudaFacts& facts) {
+  topo.cuda_queried = true;
+  if (!facts.ok) {
+    topo.missing.push_back({"CUDA", facts.error + ": no P2P facts"});
+    return;
+  }
+  topo.cuda_available = true;
+  for (const CudaDevice& d : facts.devices) {
     auto it = std::find_if(topo.gpus.begin(), topo.gpus.end(),
-                           [&](const Gpu& g) { return g.bdf == bdf; });
+                           [&](const Gpu& g) { return g.bdf == d.bdf; });
     if (it == topo.gpus.end()) {
-      // Visible to CUDA but absent from sysfs (a container without /sys/bus/pci): keep it,
-      // with no place in the PCIe tree.
       Gpu g;
-      g.bdf = bdf;
-      cudaDeviceProp prop{};
-      if (cudaGetDeviceProperties(&prop, ordinal) == cudaSuccess) g.name = prop.name;
-      topo.missing.push_back({"PCIe placement of " + bdf, "CUDA sees it, sysfs does not"});
+      g.bdf = d.bdf;
+      topo.missing.push_back({"PCIe placement of " + d.bdf, "CUDA sees it, sysfs does not"});
       topo.gpus.push_back(g);
       it = topo.gpus.end() - 1;
     }
-    it->cuda_ordinal = ordinal;
-    it->sm = attribute(cudaDevAttrComputeCapabilityMajor, ordinal) * 10 +
-             attribute(cudaDevAttrComputeCapabilityMinor, ordinal);
-    visible.emplace_back(ordinal, nullptr);
+    it->cuda_ordinal = d.ordinal;
+    if (d.sm > 0) it->sm = d.sm;
   }
   std::sort(topo.gpus.begin(), topo.gpus.end(),
             [](const Gpu& a, const Gpu& b) { return a.bdf < b.bdf; });
   for (size_t i = 0; i < topo.gpus.size(); ++i)
     topo.gpus[i].index = static_cast<int>(i);
-
   topo.p2p_queried = true;
-  for (const Gpu& a : topo.gpus) {
-    for (const Gpu& b : topo.gpus) {
-      if (a.cuda_ordinal < 0 || b.cuda_ordinal < 0 || a.index == b.index) continue;
-      P2pPair p;
-      p.gpu_a = a.index;
-      p.gpu_b = b.index;
-      int can = 0;
-      if (cudaDeviceCanAccessPeer(&can, a.cuda_ordinal, b.cuda_ordinal) != cudaSuccess) {
-        cudaGetLastError();
-        continue;
-      }
-      p.can_access = can != 0;
-      int rank = -1, atomics = 0;
-      if (cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, a.cuda_ordinal,
-                                    b.cuda_ordinal) == cudaSuccess) {
-        p.performance_rank = rank;
-      }
-      if (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, a.cuda_ordinal,
-                                    b.cuda_ordinal) == cudaSuccess) {
-        p.native_atomics = atomics != 0;
-      }
-      cudaGetLastError();
-      topo.p2p.push_back(p);
+  for (const CudaPeer& p : facts.peers) {
+    const Gpu* a = topo.find_gpu_by_bdf(p.bdf_a);
+    const Gpu* b = topo.find_gpu_by_bdf(p.bdf_b);
+    if (a && b) {
+      topo.p2p.push_back({a->index, b->index, p.can_access, p.performance_rank, p.native_atomics});
     }
   }
 }

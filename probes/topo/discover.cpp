@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <future>
 
 #include "probes/error.hpp"
 #include "probes/topo/cuda_query.hpp"
@@ -32,10 +34,22 @@ Topology discover(const DiscoverOptions& options) {
     return t;
   }
   Topology t = read_sysfs({});
+  // cuInit is the slow part of discovery: start it now, read NVML meanwhile.
+  std::future<CudaFacts> cuda;
+  if (cuda_needed(t, std::getenv("CUDA_VISIBLE_DEVICES"))) {
+    cuda = std::async(std::launch::async, query_cuda);
+  }
   stage("nvml");
   enrich_with_nvml(t);
-  stage("cuda");
-  enrich_with_cuda(t);
+  if (!cuda.valid() && t.gpus[0].sm == 0) {
+    cuda = std::async(std::launch::async, query_cuda);  // NVML could not say what the GPU is
+  }
+  if (cuda.valid()) {
+    stage("cuda");
+    merge_cuda(t, cuda.get());
+  } else {
+    t.gpus[0].cuda_ordinal = 0;  // the only GPU, and nothing hides it from CUDA
+  }
   stage("done");
   return t;
 }

@@ -137,9 +137,10 @@ struct Topology {
   std::string driver_version;  // from NVML or the NCCL XML, empty when unknown
   bool nvml_available = false;
   bool cuda_available = false;
-  bool in_vm = false;       // hypervisor flag seen in /proc/cpuinfo
-  int numa_node_count = 0;  // NUMA nodes the OS knows; 0 when unknown
-  int iommu_groups = -1;    // number of IOMMU groups; 0 = no IOMMU, -1 unknown
+  bool cuda_queried = false;  // false when CUDA had nothing to add (see cuda_needed)
+  bool in_vm = false;         // hypervisor flag seen in /proc/cpuinfo
+  int numa_node_count = 0;    // NUMA nodes the OS knows; 0 when unknown
+  int iommu_groups = -1;      // number of IOMMU groups; 0 = no IOMMU, -1 unknown
   std::vector<Missing> missing;
 
   const PciNode* find_pci(const std::string& bdf) const;
