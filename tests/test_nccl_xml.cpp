@@ -184,7 +184,7 @@ TEST(NcclXmlDgxH100, GpuCarriesItsCudaDeviceAndSm) {
   Topology topo = load("dgx_h100.xml");
   EXPECT_EQ(topo.gpus[5].cuda_ordinal, 5);
   EXPECT_EQ(topo.gpus[5].sm, 90);
-  EXPECT_EQ(topo.gpus[5].name, "");
+  EXPECT_EQ(topo.gpus[5].name, "NVIDIA device 2330");  // the PCI id: the file has no names
 }
 
 TEST(NcclXmlDgxH100, SourceNamesTheFileAndEveryBridgeIsAHop) {

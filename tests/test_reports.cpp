@@ -108,3 +108,12 @@ TEST(TopoDot, DrawsTreeEdgesAndNvLinkBundles) {
   EXPECT_EQ(dot.back(), '\n');
   EXPECT_TRUE(contains(dot, "}\n"));
 }
+
+TEST(TopoJson, CudaNotAskedIsNullNotFalse) {
+  commtool::fixtures::SysfsBuilder fs;
+  commtool::fixtures::build_vm_one_gpu(fs);
+  Topology t = read_sysfs({fs.root(), true, ""});
+  auto doc = reports::topo_to_json(t, analyze(t));
+  EXPECT_EQ(doc["cuda_queried"], false);
+  EXPECT_TRUE(doc["cuda_available"].is_null());
+}

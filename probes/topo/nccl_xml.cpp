@@ -1,5 +1,7 @@
 #include "probes/topo/nccl_xml.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -104,6 +106,7 @@ struct CpuScope {
 struct PciScope {
   std::string bdf;
   uint32_t class_code = 0;
+  uint16_t device = 0;
   PcieLink link;
 };
 
@@ -227,7 +230,7 @@ class Reader {
     node.link.max_width =
         int_attr(e, "link_width", 0, 0, kMaxPcieLanes, "a number of lanes such as 16");
     if (node.class_code == kClassBridgeOther) add_nvswitch(node.bdf);
-    PciScope scope{node.bdf, node.class_code, node.link};
+    PciScope scope{node.bdf, node.class_code, node.device, node.link};
     topo_.pci.push_back(std::move(node));
 
     const xml::Element* gpu = nullptr;
@@ -254,6 +257,8 @@ class Reader {
     gpu.numa_node = cpu.numa_node;
     gpu.cpu_affinity = cpu.cpu_affinity;
     gpu.pcie = pci.link;
+    // The file has no names; the PCI device id is what identifies the model, as from sysfs.
+    gpu.name = fmt::format("NVIDIA device {:04x}", pci.device);
     for (const xml::Element& child : e.children) {
       if (child.name == "nvlink") read_nvlink(child, gpu);
     }
