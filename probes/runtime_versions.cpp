@@ -1,6 +1,6 @@
 #include "probes/runtime_versions.hpp"
 
-#include <cuda_runtime_api.h>
+#include <cuda_runtime_api.h>  // CUDART_VERSION
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -49,6 +49,19 @@ std::string cupti_version() {
   return fmt::format("API version {} ({})", api, lib.path_of(reinterpret_cast<void*>(get)));
 }
 
+// cuDriverGetVersion needs no cuInit: it only reports what libcuda.so.1 supports.
+std::string cuda_driver_version() {
+  DynamicLibrary lib({"libcuda.so.1"});
+  if (!lib) return "not found (no libcuda.so.1: no NVIDIA driver)";
+  using GetVersion = int (*)(int*);
+  auto get = lib.symbol<GetVersion>("cuDriverGetVersion");
+  int version = 0;
+  if (get == nullptr || get(&version) != 0 || version <= 0) {
+    return "libcuda.so.1 found, but cuDriverGetVersion failed";
+  }
+  return cuda_version_string(version);
+}
+
 std::string nvidia_driver_version() {
   DynamicLibrary lib({"libnvidia-ml.so.1"});
   if (!lib) return "not found (" + lib.error() + ")";
@@ -68,15 +81,10 @@ std::string nvidia_driver_version() {
 
 RuntimeVersions query_runtime_versions() {
   RuntimeVersions v;
-  int runtime = 0;
-  cudaRuntimeGetVersion(&runtime);
-  v.cuda_runtime = cuda_version_string(runtime) + " (linked statically)";
-  int driver = 0;
-  if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0) {
-    v.cuda_driver = cuda_version_string(driver);
-  } else {
-    v.cuda_driver = "not found (no libcuda.so.1: no NVIDIA driver)";
-  }
+  // The runtime is linked in, so its version is the one compiled against; asking cudart would
+  // initialise it for nothing.
+  v.cuda_runtime = cuda_version_string(CUDART_VERSION) + " (linked statically)";
+  v.cuda_driver = cuda_driver_version();
   v.nvidia_driver = nvidia_driver_version();
   v.nccl = nccl_version();
   v.cupti = cupti_version();

@@ -41,26 +41,49 @@ void check_writable(const std::string& path) {
   if (access(dir.c_str(), W_OK) != 0) throw write_error(path, "cannot write in " + dir, errno);
 }
 
-void write_atomically(const std::string& path, const std::string& content) {
-  check_writable(path);
-  std::string pattern = (fs::path(directory_of(path)) / ".commtool-XXXXXX").string();
-  std::vector<char> temp(pattern.begin(), pattern.end());
-  temp.push_back('\0');
-  int fd = mkstemp(temp.data());
-  if (fd < 0) throw write_error(path, "cannot create a temporary file", errno);
+namespace {
+
+// Writes all of content to fd; returns 0 or the errno of the failure.
+int write_all(int fd, const std::string& content) {
   const char* data = content.data();
   size_t left = content.size();
   while (left > 0) {
     ssize_t n = ::write(fd, data, left);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(temp.data());
-      throw write_error(path, "write failed", err);
-    }
+    if (n <= 0) return n < 0 ? errno : EIO;
     data += n;
     left -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+// /dev/stdout, a FIFO, a terminal: not files to replace. Write through them as they are.
+void write_through(const std::string& path, const std::string& content) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw write_error(path, "cannot open", errno);
+  int err = write_all(fd, content);
+  ::close(fd);
+  if (err != 0) throw write_error(path, "write failed", err);
+}
+
+}  // namespace
+
+void write_atomically(const std::string& path, const std::string& content) {
+  check_writable(path);
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+    write_through(path, content);  // renaming over /dev/null would replace the device
+    return;
+  }
+  std::string pattern = (fs::path(directory_of(path)) / ".commtool-XXXXXX").string();
+  std::vector<char> temp(pattern.begin(), pattern.end());
+  temp.push_back('\0');
+  int fd = mkstemp(temp.data());
+  if (fd < 0) throw write_error(path, "cannot create a temporary file", errno);
+  if (int err = write_all(fd, content); err != 0) {
+    ::close(fd);
+    ::unlink(temp.data());
+    throw write_error(path, "write failed", err);
   }
   // A report is small; fsync makes "renamed" mean "on disk" even after a crash.
   if (::fsync(fd) != 0 || ::close(fd) != 0) {

@@ -86,7 +86,8 @@ TEST(Classify, PartlyDownNvLinksAreAWarning) {
   add_links(t.gpus[0], NvLinkPeer::kNvSwitch, "0000:05:00.0", 17);
   add_links(t.gpus[0], NvLinkPeer::kNvSwitch, "0000:05:00.0", 1, false);
   add_links(t.gpus[1], NvLinkPeer::kNvSwitch, "0000:05:00.0", 18);
-  const Finding* f = find(analyze(t), "nvlink-inactive");
+  Analysis a = analyze(t);
+  const Finding* f = find(a, "nvlink-inactive");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->message.find("17 of 18"), std::string::npos);
   EXPECT_NE(f->evidence.find("17"), std::string::npos);  // the down link's index

@@ -100,6 +100,15 @@ TEST(Cli, DevicesSelectsGpusFromTheReport) {
   EXPECT_FALSE(contains(r.out, "\"GPU2\""));
 }
 
+TEST(Cli, VerboseSaysHowLongEachStageTook) {
+  TempDir dir;
+  Result r = run("-v topo --nccl-xml " + fixture("nvlink_pair.xml") + " --output " +
+                 (dir.path / "topo.txt").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "topo: nccl-xml took")) << r.out;
+  EXPECT_TRUE(contains(r.out, "topo: done in")) << r.out;
+}
+
 TEST(Cli, BadTimeoutIsUsageError) {
   EXPECT_EQ(run("topo --timeout 0").code, 2);
 }

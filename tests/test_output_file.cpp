@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "probes/error.hpp"
 #include "reports/output_file.hpp"
@@ -74,4 +75,20 @@ TEST(OutputFile, UnwritableLocationIsUsageErrorAndLeavesNoFile) {
     EXPECT_NE(std::string(e.what()).find("/proc/commtool-test.json"), std::string::npos);
   }
   EXPECT_FALSE(fs::exists("/proc/commtool-test.json"));
+}
+
+TEST(OutputFile, FifoIsWrittenThroughNotReplaced) {
+  // Renaming a temp file over a FIFO (or /dev/null) would replace it with a regular file.
+  TempDir dir;
+  fs::path fifo = dir.path / "pipe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] {
+    std::ifstream in(fifo);
+    received.assign(std::istreambuf_iterator<char>(in), {});
+  });
+  commtool::reports::write_atomically(fifo.string(), "report\n");
+  reader.join();
+  EXPECT_EQ(received, "report\n");
+  EXPECT_TRUE(fs::is_fifo(fifo));
 }

@@ -14,27 +14,13 @@
 
 namespace commtool::topo {
 
-Topology discover(const DiscoverOptions& options) {
-  if (!options.nccl_xml.empty() && !options.sysfs_root.empty()) {
-    throw usage_error("--nccl-xml and --sysfs-root both name a machine to read; give one");
-  }
-  auto stage = [&](const char* name) {
-    if (options.on_stage) options.on_stage(name);
-  };
-  if (!options.nccl_xml.empty()) {
-    stage("nccl-xml");
-    return read_nccl_xml_file(options.nccl_xml);
-  }
+namespace {
+
+// The live machine: sysfs, then NVML while CUDA (if it has anything to add) initialises on a
+// thread, since cuInit is the slow part of discovery.
+Topology discover_live(const std::function<void(const char*)>& stage) {
   stage("sysfs");
-  if (!options.sysfs_root.empty()) {
-    Topology t = read_sysfs({options.sysfs_root, /*strict=*/true, /*cpuinfo=*/""});
-    t.missing.push_back({"NVML and CUDA",
-                         "not asked: the sysfs tree read is a capture, "
-                         "not necessarily this machine"});
-    return t;
-  }
   Topology t = read_sysfs({});
-  // cuInit is the slow part of discovery: start it now, read NVML meanwhile.
   std::future<CudaFacts> cuda;
   if (cuda_needed(t, std::getenv("CUDA_VISIBLE_DEVICES"))) {
     cuda = std::async(std::launch::async, query_cuda);
@@ -49,6 +35,31 @@ Topology discover(const DiscoverOptions& options) {
     merge_cuda(t, cuda.get());
   } else {
     t.gpus[0].cuda_ordinal = 0;  // the only GPU, and nothing hides it from CUDA
+  }
+  return t;
+}
+
+}  // namespace
+
+Topology discover(const DiscoverOptions& options) {
+  if (!options.nccl_xml.empty() && !options.sysfs_root.empty()) {
+    throw usage_error("--nccl-xml and --sysfs-root both name a machine to read; give one");
+  }
+  auto stage = [&](const char* name) {
+    if (options.on_stage) options.on_stage(name);
+  };
+  Topology t;
+  if (!options.nccl_xml.empty()) {
+    stage("nccl-xml");
+    t = read_nccl_xml_file(options.nccl_xml);
+  } else if (!options.sysfs_root.empty()) {
+    stage("sysfs");
+    t = read_sysfs({options.sysfs_root, /*strict=*/true, /*cpuinfo=*/""});
+    t.missing.push_back({"NVML and CUDA",
+                         "not asked: the sysfs tree read is a capture, not necessarily this "
+                         "machine"});
+  } else {
+    t = discover_live(stage);
   }
   stage("done");
   return t;

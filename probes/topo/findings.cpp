@@ -244,12 +244,14 @@ void gpu_pair_findings(const Topology& topo, const Analysis& a, std::vector<Find
     it->second.push_back(fmt::format("GPU{}-GPU{}", v.gpu_a, v.gpu_b));
   }
   for (const auto& [reason, pairs] : refused) {
-    out.push_back({Severity::kWarning, "p2p-unavailable",
-                   fmt::format("P2P is off for {}: NCCL and CUDA-IPC traffic between them is "
-                               "staged through host memory",
-                               fmt::join(pairs, ", ")),
-                   "cudaDeviceCanAccessPeer = 0; likely reason: " + reason,
-                   "see the reason; `commtool topo` on a fixed machine shows P2P on"});
+    out.push_back(
+        {Severity::kWarning, "p2p-unavailable",
+         fmt::format("P2P is off for {}: NCCL and CUDA-IPC traffic between them is "
+                     "staged through host memory",
+                     fmt::join(pairs, ", ")),
+         "cudaDeviceCanAccessPeer = 0; likely reason: " + reason,
+         "remove the cause named in the evidence; until then NCCL moves data between these GPUs "
+         "through host memory, at a fraction of P2P bandwidth"});
   }
 }
 
