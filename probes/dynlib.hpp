@@ -14,10 +14,11 @@ namespace commtool {
 class DynamicLibrary {
  public:
   DynamicLibrary() = default;
-  // Tries each name in turn; error() says why the last one failed.
-  explicit DynamicLibrary(const std::vector<std::string>& names) {
+  // Tries each name in turn; error() says why the last one failed. extra_flags: e.g.
+  // RTLD_NODELETE for a library whose load-time allocations must stay reachable.
+  explicit DynamicLibrary(const std::vector<std::string>& names, int extra_flags = 0) {
     for (const auto& name : names) {
-      handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+      handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | extra_flags);
       if (handle_ != nullptr) {
         name_ = name;
         return;

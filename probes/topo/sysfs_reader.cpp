@@ -41,6 +41,23 @@ std::optional<long> read_number(const fs::path& file, int base = 10) {
   }
 }
 
+// A directory's entries in name order (sysfs lists in creation order, which differs between
+// boots); empty when the directory is missing.
+std::vector<fs::path> sorted_entries(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Error missing_class_file(const fs::path& file, const char* example) {
+  return usage_error(fmt::format(
+      "{}: missing or unreadable; every PCI device in sysfs has a class file (hex, e.g. {})",
+      file.string(), example));
+}
+
 bool is_bdf(const std::string& s) {
   static const std::regex bdf("^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]$");
   return std::regex_match(s, bdf);
@@ -99,11 +116,7 @@ class Reader {
       topo_.missing.push_back({"PCI devices", devices.string() + " is not readable"});
       return std::move(topo_);
     }
-    std::vector<fs::path> entries;
-    for (const auto& e : fs::directory_iterator(devices, ec))
-      entries.push_back(e.path());
-    std::sort(entries.begin(), entries.end());
-    for (const auto& entry : entries)
+    for (const auto& entry : sorted_entries(devices))
       scan_pci_function(entry);
     scan_infiniband();
     scan_netdevs();
@@ -120,10 +133,7 @@ class Reader {
     auto cls = read_number(resolved / "class", 16);
     if (!cls) {
       if (opt_.strict) {
-        throw usage_error(
-            fmt::format("{}: missing or unreadable; every PCI device in sysfs has "
-                        "a class file (hex, e.g. 0x030200)",
-                        (entry / "class").string()));
+        throw missing_class_file(entry / "class", "0x030200");
       }
       topo_.missing.push_back({"class of " + entry.filename().string(), "unreadable"});
       return;
@@ -153,10 +163,7 @@ class Reader {
       n.root_complex = path.root_complex;
       auto cls = read_number(dir / "class", 16);
       if (!cls && opt_.strict) {
-        throw usage_error(
-            fmt::format("{}: missing or unreadable; every PCI device in sysfs has "
-                        "a class file (hex, e.g. 0x060400)",
-                        (dir / "class").string()));
+        throw missing_class_file(dir / "class", "0x060400");
       }
       n.class_code = static_cast<uint32_t>(cls.value_or(0));
       n.vendor = static_cast<uint16_t>(read_number(dir / "vendor", 16).value_or(0));
@@ -262,11 +269,7 @@ class Reader {
     fs::path dir = fs::path(opt_.root) / "class/infiniband";
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) return;
-    std::vector<fs::path> devs;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-      devs.push_back(e.path());
-    std::sort(devs.begin(), devs.end());
-    for (const fs::path& dev : devs) {
+    for (const fs::path& dev : sorted_entries(dir)) {
       if (!fs::exists(dev / "device", ec)) continue;  // soft RDMA (rxe) has no PCI device
       auto layer = read_attr(dev / "ports/1/link_layer").value_or("InfiniBand");
       Nic& nic =
@@ -275,10 +278,9 @@ class Reader {
       // "400 Gb/sec (4X NDR)"
       if (auto rate = read_attr(dev / "ports/1/rate"))
         nic.port_rate_gbps = std::atof(rate->c_str());
-      for (const auto& net : fs::directory_iterator(dev / "device/net", ec)) {
-        nic.netdevs.push_back(net.path().filename().string());
+      for (const auto& net : sorted_entries(dev / "device/net")) {
+        nic.netdevs.push_back(net.filename().string());
       }
-      std::sort(nic.netdevs.begin(), nic.netdevs.end());
     }
   }
 
@@ -286,11 +288,7 @@ class Reader {
     fs::path dir = fs::path(opt_.root) / "class/net";
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) return;
-    std::vector<fs::path> ifs;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-      ifs.push_back(e.path());
-    std::sort(ifs.begin(), ifs.end());
-    for (const fs::path& itf : ifs) {
+    for (const fs::path& itf : sorted_entries(dir)) {
       if (!fs::exists(itf / "device", ec)) continue;  // lo, bridges, veth: no hardware
       std::string name = itf.filename().string();
       bool owned = std::any_of(topo_.nics.begin(), topo_.nics.end(), [&](const Nic& n) {
