@@ -56,6 +56,7 @@ int run(int argc, char** argv) {
   app.add_flag("-v,--verbose", global.verbose, "Say what is being done and how long it took");
 
   Runner topo = register_topo(app, global);
+  Runner probe = register_probe(app, global);
 
   try {
     app.parse(argc, argv);
@@ -76,6 +77,7 @@ int run(int argc, char** argv) {
     global.device_indices = parse_device_list(global.devices);
     if (!global.output.empty()) reports::check_writable(global.output);
     if (app.got_subcommand("topo")) return topo();
+    if (app.got_subcommand("probe")) return probe();
     return static_cast<int>(ExitCode::kUsage);
   } catch (const Error& e) {
     std::cerr << "commtool: " << e.what() << "\n";

@@ -13,6 +13,7 @@ namespace commtool::cli {
 using Runner = std::function<int()>;
 
 Runner register_topo(CLI::App& app, const GlobalOptions& global);
+Runner register_probe(CLI::App& app, const GlobalOptions& global);
 
 // Prints commtool's version and the versions of the GPU stack found at run time.
 void print_version();

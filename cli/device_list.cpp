@@ -34,7 +34,7 @@ int parse_index(const std::string& text, const std::string& item) {
 
 }  // namespace
 
-std::vector<int> parse_device_list(const std::string& text) {
+std::vector<int> parse_device_list(const std::string& text, bool allow_repeats) {
   if (text == "all") return {};
   if (text.empty()) bad(text, "the list is empty");
   std::vector<int> out;
@@ -56,6 +56,7 @@ std::vector<int> parse_device_list(const std::string& text) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
+  if (allow_repeats) return out;
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

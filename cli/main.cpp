@@ -1,10 +1,20 @@
 #include <cstdlib>
+#include <cstring>
 
 #include "cli/app.hpp"
+#include "probes/bandwidth/probe_tasks.hpp"
+#include "probes/workers/test_tasks.hpp"
+#include "probes/workers/worker.hpp"
 
 int main(int argc, char** argv) {
   // GPU indices everywhere in commtool are PCI bus order, as nvidia-smi numbers them; make
   // CUDA's ordinals agree unless the user chose otherwise.
   setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", /*overwrite=*/0);
+  // A worker process started by run_workers (probes/workers/launcher.hpp), not a user.
+  if (argc > 1 && std::strcmp(argv[1], commtool::workers::kWorkerCommand) == 0) {
+    commtool::workers::register_test_tasks();
+    commtool::probe::register_probe_tasks();
+    return commtool::workers::worker_main(argc, argv);
+  }
   return commtool::cli::run(argc, argv);
 }

@@ -109,6 +109,35 @@ TEST(Cli, VerboseSaysHowLongEachStageTook) {
   EXPECT_TRUE(contains(r.out, "topo: done in")) << r.out;
 }
 
+TEST(CliProbe, BadSizesAreUsageErrorsNamingTheValue) {
+  Result r = run("probe --size 12Q");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "--size 12Q: unknown unit 'Q'"));
+  r = run("probe --size 0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "at least 4 bytes"));
+  r = run("probe --size 1023");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "multiple of 4"));
+}
+
+TEST(CliProbe, CountsOutOfRangeAreUsageErrors) {
+  EXPECT_EQ(run("probe --iters 0").code, 2);
+  EXPECT_EQ(run("probe --repeats 100000").code, 2);
+}
+
+TEST(CliProbe, CsvAndJsonTogetherIsUsageError) {
+  EXPECT_EQ(run("probe --csv --json").code, 2);
+}
+
+TEST(CliProbe, NoGpuIsExitCode3) {
+  // CI has no GPU; on the GPU machine this test is not in the unit label's way: skip there.
+  Result r = run("probe --h2d");
+  if (r.code == 0) GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_TRUE(contains(r.out, "no NVIDIA GPU found"));
+}
+
 TEST(Cli, BadTimeoutIsUsageError) {
   EXPECT_EQ(run("topo --timeout 0").code, 2);
 }

@@ -18,22 +18,22 @@ namespace {
 
 // The live machine: sysfs, then NVML while CUDA (if it has anything to add) initialises on a
 // thread, since cuInit is the slow part of discovery.
-Topology discover_live(const std::function<void(const char*)>& stage) {
+Topology discover_live(const std::function<void(const char*)>& stage, bool ask_cuda) {
   stage("sysfs");
   Topology t = read_sysfs({});
   std::future<CudaFacts> cuda;
-  if (cuda_needed(t, std::getenv("CUDA_VISIBLE_DEVICES"))) {
+  if (ask_cuda && cuda_needed(t, std::getenv("CUDA_VISIBLE_DEVICES"))) {
     cuda = std::async(std::launch::async, query_cuda);
   }
   stage("nvml");
   enrich_with_nvml(t);
-  if (!cuda.valid() && t.gpus[0].sm == 0) {
+  if (ask_cuda && !cuda.valid() && t.gpus.size() == 1 && t.gpus[0].sm == 0) {
     cuda = std::async(std::launch::async, query_cuda);  // NVML could not say what the GPU is
   }
   if (cuda.valid()) {
     stage("cuda");
     merge_cuda(t, cuda.get());
-  } else {
+  } else if (t.gpus.size() == 1 && std::getenv("CUDA_VISIBLE_DEVICES") == nullptr) {
     t.gpus[0].cuda_ordinal = 0;  // the only GPU, and nothing hides it from CUDA
   }
   return t;
@@ -59,7 +59,7 @@ Topology discover(const DiscoverOptions& options) {
                          "not asked: the sysfs tree read is a capture, not necessarily this "
                          "machine"});
   } else {
-    t = discover_live(stage);
+    t = discover_live(stage, options.ask_cuda);
   }
   stage("done");
   return t;

@@ -16,6 +16,9 @@ struct DiscoverOptions {
   // Called as each stage starts ("sysfs", "nvml", "cuda", "nccl-xml"), for timing and for a
   // watchdog to name what hung. String literals only.
   std::function<void(const char*)> on_stage;
+  // false: never initialise CUDA in this process (the probe launcher, whose workers do the
+  // CUDA work and can be killed when it hangs). P2P facts then stay unknown.
+  bool ask_cuda = true;
 };
 
 Topology discover(const DiscoverOptions& options);

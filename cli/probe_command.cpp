@@ -1,0 +1,96 @@
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/device_list.hpp"
+#include "probes/bandwidth/probe_plan.hpp"
+#include "probes/error.hpp"
+#include "probes/measure/byte_size.hpp"
+#include "reports/probe_report.hpp"
+
+namespace commtool::cli {
+
+namespace {
+
+struct ProbeOptions {
+  probe::ProbeRequest request;
+  std::string size = "512MiB";
+  std::string ipc_placement;
+  bool csv = false;
+};
+
+uint64_t checked_size(const std::string& text) {
+  uint64_t bytes = measure::parse_byte_size("--size", text);
+  if (bytes < 4) {
+    throw usage_error(fmt::format("--size {}: must be at least 4 bytes", text));
+  }
+  if (bytes % 4 != 0) {
+    throw usage_error(
+        fmt::format("--size {}: must be a multiple of 4 bytes (every transfer is "
+                    "checked word by word)",
+                    text));
+  }
+  return bytes;
+}
+
+int run_probe(const GlobalOptions& global, ProbeOptions& options) {
+  if (options.csv && global.json)
+    throw usage_error("--csv and --json both choose the format; give one");
+  probe::ProbeRequest& q = options.request;
+  q.bytes = checked_size(options.size);
+  q.timeout_s = global.timeout_s;
+  q.devices = global.device_indices;
+  if (!options.ipc_placement.empty())
+    q.ipc_placement = parse_device_list(options.ipc_placement, true);
+  probe::ProbeReport report = probe::run_probes(q);
+  std::string doc = global.json   ? reports::probe_to_json(report).dump(2) + "\n"
+                    : options.csv ? reports::render_probe_csv(report)
+                                  : reports::render_probe_text(report);
+  emit(global, doc);
+  for (const probe::Skipped& s : report.skipped) {
+    if (s.asked) {
+      std::fprintf(stderr, "commtool: --%s was asked for but %s\n", s.probe.c_str(),
+                   s.reason.c_str());
+      return static_cast<int>(ExitCode::kEnvironment);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner register_probe(CLI::App& app, const GlobalOptions& global) {
+  auto options = std::make_shared<ProbeOptions>();
+  probe::ProbeRequest& q = options->request;
+  CLI::App* cmd = app.add_subcommand(
+      "probe",
+      "How fast each link really is: host<->device, P2P and CUDA-IPC bandwidth and "
+      "latency, against what each link should give");
+  cmd->add_flag("--h2d", q.h2d, "Host<->device bandwidth per GPU (copy engine and SM copy)");
+  cmd->add_flag("--p2p", q.p2p, "GPU<->GPU bandwidth matrices in one process (peer access)");
+  cmd->add_flag("--ipc", q.ipc,
+                "GPU<->GPU bandwidth between worker processes through CUDA IPC, and the flag "
+                "round-trip latency");
+  cmd->add_flag("--latency", q.latency,
+                "Host round-trip and small-copy latency per GPU, and the peer load latency "
+                "matrix");
+  cmd->add_option("--size", options->size, "Bytes per copy for bandwidth (512MiB, 64K, 1G, ...)")
+      ->capture_default_str();
+  cmd->add_option("--iters", q.iters, "Copies per timed batch")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--repeats", q.repeats, "Timed batches; the median is reported")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--warmup", q.warmup, "Untimed batches before them")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  cmd->add_flag("--csv", options->csv, "One CSV row per measurement");
+  // For tests on a one-GPU machine: several IPC workers on one GPU ("0,0,0"). Hidden.
+  cmd->add_option("--ipc-placement", options->ipc_placement)->group("");
+  cmd->add_option("--pingpong-rounds", q.pingpong_rounds)->group("")->check(CLI::Range(1, 1000000));
+  return [&global, options] { return run_probe(global, *options); };
+}
+
+}  // namespace commtool::cli

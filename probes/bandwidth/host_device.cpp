@@ -1,0 +1,236 @@
+#include "probes/bandwidth/host_device.hpp"
+
+#include <fmt/format.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "probes/cuda/cuda_check.hpp"
+#include "probes/cuda/kernels.cuh"
+#include "probes/cuda/start_gate.hpp"
+#include "probes/error.hpp"
+
+namespace commtool::probe {
+
+bool pin_thread_to_cpus(const std::string& cpulist) {
+  if (cpulist.empty()) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::stringstream ss(cpulist);
+  for (std::string range; std::getline(ss, range, ',');) {
+    int lo = 0, hi = 0;
+    if (std::sscanf(range.c_str(), "%d-%d", &lo, &hi) == 1) hi = lo;
+    for (int c = lo; c <= hi && c < CPU_SETSIZE; ++c)
+      CPU_SET(c, &set);
+  }
+  return sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+namespace {
+
+Measurement make(const GpuPlacement& gpu, std::string what, Engine engine, bool to_device,
+                 bool bidirectional, uint64_t bytes, int iters, std::vector<double> samples) {
+  Measurement m;
+  m.probe = "h2d";
+  m.what = std::move(what);
+  m.engine = engine;
+  m.src = to_device ? kHost : gpu.index;
+  m.dst = to_device ? gpu.index : kHost;
+  m.bidirectional = bidirectional;
+  m.bytes = bytes;
+  m.iters = iters;
+  m.unit = "GB/s";
+  m.samples = std::move(samples);
+  m.summary = measure::summarize(m.samples);
+  m.verified = true;  // CopyRunner throws on any wrong word
+  return m;
+}
+
+}  // namespace
+
+std::vector<Measurement> probe_host_device_bandwidth(const GpuPlacement& gpu, uint64_t bytes,
+                                                     const RunOptions& run) {
+  pin_thread_to_cpus(gpu.cpus);
+  CUDA_TRY(cudaSetDevice(gpu.cuda_device));
+  size_t free_bytes = 0, total = 0;
+  CUDA_TRY(cudaMemGetInfo(&free_bytes, &total));
+  if (2 * bytes > free_bytes) {
+    throw usage_error(
+        fmt::format("--size {}: GPU {} has {:.1f} GiB free and the host<->device "
+                    "probe needs two buffers of that size",
+                    bytes, gpu.index, static_cast<double>(free_bytes) / (1 << 30)));
+  }
+  cuda::PinnedHostBuffer host_a(bytes, gpu.numa_node), host_b(bytes, gpu.numa_node);
+  cuda::DeviceBuffer dev_a(bytes), dev_b(bytes);
+  CopyRunner runner(run);
+  std::vector<Measurement> out;
+  for (Engine e : {Engine::kCopyEngine, Engine::kSm}) {
+    const std::string tag = fmt::format("{} on GPU {}", to_string(e), gpu.index);
+    CopyJob h2d{"H2D " + tag,    gpu.cuda_device, e,     dev_a.get(),
+                gpu.cuda_device, host_a.get(),    kHost, bytes};
+    CopyJob d2h{"D2H " + tag, gpu.cuda_device, e,    host_b.get(), kHost,
+                dev_b.get(),  gpu.cuda_device, bytes};
+    out.push_back(make(gpu, "H2D", e, true, false, bytes, run.iters, runner.run({h2d})[0]));
+    out.push_back(make(gpu, "D2H", e, false, false, bytes, run.iters, runner.run({d2h})[0]));
+    auto both = runner.run({h2d, d2h});
+    out.push_back(make(gpu, "H2D while D2H", e, true, true, bytes, run.iters, both[0]));
+    out.push_back(make(gpu, "D2H while H2D", e, false, true, bytes, run.iters, both[1]));
+  }
+  return out;
+}
+
+namespace {
+
+// A random cycle through `entries` slots spaced one 128-byte line apart: every hop lands on a
+// new line in an order no prefetcher can guess. chain[i] holds the index of the next slot.
+std::vector<uint64_t> make_chain(size_t entries, uint32_t seed) {
+  constexpr size_t kStride = 128 / sizeof(uint64_t);
+  std::vector<size_t> order(entries);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin() + 1, order.end(), std::mt19937(seed));
+  std::vector<uint64_t> chain(entries * kStride, 0);
+  for (size_t i = 0; i < entries; ++i) {
+    chain[order[i] * kStride] = order[(i + 1) % entries] * kStride;
+  }
+  return chain;
+}
+
+uint64_t follow(const std::vector<uint64_t>& chain, int hops) {
+  uint64_t at = 0;
+  for (int h = 0; h < hops; ++h)
+    at = chain[at];
+  return at;
+}
+
+template <typename Launch>
+void run_with_deadline(cudaStream_t stream, const std::chrono::duration<double>& timeout,
+                       const std::string& what, Launch launch) {
+  cuda::Event done;
+  launch();
+  CUDA_TRY(cudaGetLastError());
+  CUDA_TRY(cudaEventRecord(done.get(), stream));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  cudaError_t state;
+  while ((state = cudaEventQuery(done.get())) == cudaErrorNotReady) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw Error(ExitCode::kTimeout,
+                  fmt::format("{} did not finish within {:.1f} s", what, timeout.count()));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  CUDA_TRY(state);
+}
+
+Measurement latency_measurement(const GpuPlacement& gpu, std::string what, Engine engine, int src,
+                                int dst, uint64_t bytes, int iters, std::vector<double> samples) {
+  Measurement m;
+  m.probe = "latency";
+  m.what = std::move(what);
+  m.engine = engine;
+  m.src = src;
+  m.dst = dst;
+  m.bytes = bytes;
+  m.iters = iters;
+  m.unit = "us";
+  m.samples = std::move(samples);
+  m.summary = measure::summarize(m.samples);
+  m.verified = true;
+  (void)gpu;
+  return m;
+}
+
+}  // namespace
+
+std::vector<Measurement> probe_host_device_latency(const GpuPlacement& gpu,
+                                                   const LatencyOptions& options) {
+  pin_thread_to_cpus(gpu.cpus);
+  CUDA_TRY(cudaSetDevice(gpu.cuda_device));
+  cuda::Stream stream;
+  std::vector<Measurement> out;
+
+  // SM round trip to host memory: 4096 lines (512 KiB) in pinned memory on the GPU's node.
+  constexpr size_t kEntries = 4096;
+  std::vector<uint64_t> chain = make_chain(kEntries, 7);
+  cuda::PinnedHostBuffer host_chain(chain.size() * sizeof(uint64_t), gpu.numa_node);
+  std::copy(chain.begin(), chain.end(), static_cast<uint64_t*>(host_chain.get()));
+  cuda::PinnedHostBuffer result(2 * sizeof(uint64_t), -1);
+  auto* r = static_cast<uint64_t*>(result.get());
+  const uint64_t expected_end = follow(chain, options.hops);
+  std::vector<double> samples;
+  for (int rep = -1; rep < options.repeats; ++rep) {  // rep -1: warm-up
+    r[0] = r[1] = ~0ULL;
+    run_with_deadline(stream.get(), options.timeout, "host pointer chase", [&] {
+      cuda::launch_pointer_chase(stream.get(), static_cast<const uint64_t*>(host_chain.get()),
+                                 options.hops, r);
+    });
+    if (r[0] != expected_end) {
+      throw Error(ExitCode::kVerification,
+                  fmt::format("host pointer chase on GPU {} ended at slot {}, expected {}",
+                              gpu.index, r[0], expected_end));
+    }
+    if (rep >= 0) samples.push_back(static_cast<double>(r[1]) / options.hops / 1e3);
+  }
+  out.push_back(latency_measurement(gpu, "round trip", Engine::kSm, gpu.index, kHost,
+                                    sizeof(uint64_t), options.hops, samples));
+
+  // A 4-byte copy-engine copy each way, queued behind a gate and run back to back: what one
+  // small cudaMemcpyAsync costs the GPU, without the host's enqueue rate in it.
+  cuda::PinnedHostBuffer host_word(sizeof(uint32_t) * 2, gpu.numa_node);
+  cuda::DeviceBuffer dev_word(sizeof(uint32_t) * 2);
+  auto* hw = static_cast<uint32_t*>(host_word.get());
+  cuda::StartGate gate;
+  const auto timeout_ns = static_cast<uint64_t>(options.timeout.count() * 1e9);
+  for (bool to_device : {true, false}) {
+    samples.clear();
+    for (int rep = -1; rep < options.repeats; ++rep) {
+      const uint32_t value = 0xc0de0000u + static_cast<uint32_t>(rep + 1) * 2 + to_device;
+      hw[0] = value;
+      hw[1] = 0;
+      CUDA_TRY(cudaMemsetAsync(dev_word.get(), 0, 8, stream.get()));
+      if (!to_device) {
+        CUDA_TRY(cudaMemcpyAsync(dev_word.get(), hw, 4, cudaMemcpyHostToDevice, stream.get()));
+      }
+      cuda::Event start, end;
+      gate.close();
+      gate.hold(stream.get(), timeout_ns);
+      CUDA_TRY(cudaEventRecord(start.get(), stream.get()));
+      run_with_deadline(stream.get(), options.timeout, "small copies", [&] {
+        for (int i = 0; i < options.copies; ++i) {
+          if (to_device) {
+            CUDA_TRY(cudaMemcpyAsync(dev_word.get(), hw, 4, cudaMemcpyHostToDevice, stream.get()));
+          } else {
+            CUDA_TRY(
+                cudaMemcpyAsync(hw + 1, dev_word.get(), 4, cudaMemcpyDeviceToHost, stream.get()));
+          }
+        }
+        CUDA_TRY(cudaEventRecord(end.get(), stream.get()));
+        gate.open();
+      });
+      if (gate.timed_out()) throw Error(ExitCode::kTimeout, "small copies: gate timed out");
+      uint32_t landed = 0;
+      if (to_device) {
+        CUDA_TRY(cudaMemcpy(&landed, dev_word.get(), 4, cudaMemcpyDeviceToHost));
+      } else {
+        landed = hw[1];
+      }
+      if (landed != value) {
+        throw Error(ExitCode::kVerification,
+                    fmt::format("4-byte {} copy on GPU {} delivered {:#x}, expected {:#x}",
+                                to_device ? "H2D" : "D2H", gpu.index, landed, value));
+      }
+      if (rep >= 0) {
+        samples.push_back(static_cast<double>(cuda::elapsed_ms(start, end)) * 1e3 / options.copies);
+      }
+    }
+    out.push_back(latency_measurement(gpu, to_device ? "4 B copy H2D" : "4 B copy D2H",
+                                      Engine::kCopyEngine, to_device ? kHost : gpu.index,
+                                      to_device ? gpu.index : kHost, 4, options.copies, samples));
+  }
+  return out;
+}
+
+}  // namespace commtool::probe

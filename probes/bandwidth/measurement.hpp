@@ -1,0 +1,61 @@
+// What a probe measured: plain data for reports. Knows nothing about printing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "probes/measure/statistics.hpp"
+
+namespace commtool::probe {
+
+enum class Engine { kCopyEngine, kSm };
+std::string to_string(Engine e);  // "CE", "SM"
+
+inline constexpr int kHost = -1;  // an endpoint that is host memory, not a GPU
+
+struct Measurement {
+  std::string probe;  // "h2d", "p2p", "ipc", "latency"
+  std::string what;   // "H2D", "D2H", "H2D while D2H", "write", "round trip", ...
+  Engine engine = Engine::kCopyEngine;
+  int src = kHost;  // GPU index, or kHost
+  int dst = kHost;
+  bool bidirectional = false;   // measured while the reverse direction ran too
+  uint64_t bytes = 0;           // per copy
+  int iters = 0;                // copies per timed batch
+  std::string unit;             // "GB/s" (1e9 B/s, bytes counted once) or "us"
+  std::vector<double> samples;  // one per timed batch (repeat)
+  measure::Summary summary;
+  double expected = 0;         // what the link should give, same unit; 0 when unknown
+  std::string expected_basis;  // "PCIe Gen5 x16 payload", "NVLink4 x18"
+  bool verified = false;       // every batch's data checked and right
+};
+
+}  // namespace commtool::probe
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace commtool::probe {
+
+// How a Measurement crosses from a worker to the launcher, and how --json shows it.
+void to_json(nlohmann::json& j, const Measurement& m);
+void from_json(const nlohmann::json& j, Measurement& m);
+
+// The judgement printed beside a figure: its share of what the link should give.
+struct Verdict {
+  double percent = 0;  // of expected; 0 when expected is unknown
+  bool low = false;    // under kLowShare of the expected rate
+  bool above = false;  // over kAboveShare: the expectation or the measurement is wrong
+};
+
+// A healthy copy engine reaches ~95-97% of the PCIe payload rate (55.5 of 57.2 GB/s on the
+// H200 reference machine) and NVLink copies ~87% of the link's data rate (390 of 450 GB/s
+// published for H100): 75% leaves room for platform variation and still catches a link at
+// half width or a slot at the wrong generation.
+inline constexpr double kLowShare = 0.75;
+// Above 102% of a spec rate means something is off (caching, a wrong link model).
+inline constexpr double kAboveShare = 1.02;
+
+Verdict judge(const Measurement& m);
+
+}  // namespace commtool::probe

@@ -1,0 +1,366 @@
+#include "probes/bandwidth/peer.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "probes/cuda/cuda_check.hpp"
+#include "probes/cuda/kernels.cuh"
+#include "probes/cuda/start_gate.hpp"
+#include "probes/error.hpp"
+#include "probes/workers/communicator.hpp"
+
+namespace commtool::probe {
+
+namespace {
+
+Measurement peer_measurement(std::string probe, std::string what, Engine engine, int src, int dst,
+                             bool bidirectional, uint64_t bytes, int iters, std::string unit,
+                             std::vector<double> samples) {
+  Measurement m;
+  m.probe = std::move(probe);
+  m.what = std::move(what);
+  m.engine = engine;
+  m.src = src;
+  m.dst = dst;
+  m.bidirectional = bidirectional;
+  m.bytes = bytes;
+  m.iters = iters;
+  m.unit = std::move(unit);
+  m.samples = std::move(samples);
+  m.summary = measure::summarize(m.samples);
+  m.verified = true;  // every path here throws on a wrong word
+  return m;
+}
+
+void check_free_memory(const GpuPlacement& gpu, uint64_t needed, const char* probe) {
+  CUDA_TRY(cudaSetDevice(gpu.cuda_device));
+  size_t free_bytes = 0, total = 0;
+  CUDA_TRY(cudaMemGetInfo(&free_bytes, &total));
+  if (needed > free_bytes) {
+    throw usage_error(
+        fmt::format("--size: the {} probe needs {:.1f} GiB on GPU {}, which has "
+                    "{:.1f} GiB free; give a smaller --size",
+                    probe, static_cast<double>(needed) / (1 << 30), gpu.index,
+                    static_cast<double>(free_bytes) / (1 << 30)));
+  }
+}
+
+void enable_peer(int from, int to) {
+  CUDA_TRY(cudaSetDevice(from));
+  cudaError_t err = cudaDeviceEnablePeerAccess(to, 0);
+  if (err == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();
+    return;
+  }
+  CUDA_TRY(err);
+}
+
+bool can_access(const GpuPlacement& a, const GpuPlacement& b) {
+  int ab = 0, ba = 0;
+  CUDA_TRY(cudaDeviceCanAccessPeer(&ab, a.cuda_device, b.cuda_device));
+  CUDA_TRY(cudaDeviceCanAccessPeer(&ba, b.cuda_device, a.cuda_device));
+  return ab && ba;
+}
+
+// Unidirectional CE and SM, then both ways at once, for one ordered pair; `write` is a->b.
+void measure_pair(CopyRunner& runner, const RunOptions& run, const std::string& probe,
+                  const CopyJob& forward, const CopyJob& backward, int a, int b,
+                  std::vector<Measurement>& out) {
+  for (Engine e : {Engine::kCopyEngine, Engine::kSm}) {
+    CopyJob f = forward, r = backward;
+    f.engine = r.engine = e;
+    f.label = fmt::format("{} {} GPU {} -> GPU {}", probe, to_string(e), a, b);
+    r.label = fmt::format("{} {} GPU {} -> GPU {}", probe, to_string(e), b, a);
+    out.push_back(peer_measurement(probe, "write", e, a, b, false, f.bytes, run.iters, "GB/s",
+                                   runner.run({f})[0]));
+    auto both = runner.run({f, r});
+    out.push_back(peer_measurement(probe, "write while reverse", e, a, b, true, f.bytes, run.iters,
+                                   "GB/s", both[0]));
+  }
+}
+
+}  // namespace
+
+std::vector<Measurement> probe_p2p_bandwidth(const std::vector<GpuPlacement>& gpus, uint64_t bytes,
+                                             const RunOptions& run,
+                                             std::vector<PeerPair>* refused) {
+  std::vector<Measurement> out;
+  if (gpus.size() < 2) return out;
+  struct Buffers {
+    cuda::DeviceBuffer send, receive;
+  };
+  std::vector<Buffers> buffers;
+  for (const GpuPlacement& g : gpus) {
+    check_free_memory(g, 2 * bytes, "p2p");
+    buffers.push_back({cuda::DeviceBuffer(bytes), cuda::DeviceBuffer(bytes)});
+  }
+  CopyRunner runner(run);
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    for (size_t j = 0; j < gpus.size(); ++j) {
+      if (i == j) continue;
+      const GpuPlacement& a = gpus[i];
+      const GpuPlacement& b = gpus[j];
+      if (!can_access(a, b)) {
+        if (refused) refused->push_back({a.index, b.index});
+        continue;
+      }
+      enable_peer(a.cuda_device, b.cuda_device);
+      enable_peer(b.cuda_device, a.cuda_device);
+      CopyJob forward{"",
+                      a.cuda_device,
+                      Engine::kCopyEngine,
+                      buffers[j].receive.get(),
+                      b.cuda_device,
+                      buffers[i].send.get(),
+                      a.cuda_device,
+                      bytes};
+      CopyJob backward{"",
+                       b.cuda_device,
+                       Engine::kCopyEngine,
+                       buffers[i].receive.get(),
+                       a.cuda_device,
+                       buffers[j].send.get(),
+                       b.cuda_device,
+                       bytes};
+      measure_pair(runner, run, "p2p", forward, backward, a.index, b.index, out);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<uint64_t> chase_chain(size_t entries, uint32_t seed) {
+  constexpr size_t kStride = 128 / sizeof(uint64_t);
+  std::vector<size_t> order(entries);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin() + 1, order.end(), std::mt19937(seed));
+  std::vector<uint64_t> chain(entries * kStride, 0);
+  for (size_t i = 0; i < entries; ++i)
+    chain[order[i] * kStride] = order[(i + 1) % entries] * kStride;
+  return chain;
+}
+
+void wait_event(const cuda::Event& done, std::chrono::duration<double> timeout,
+                const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  cudaError_t state;
+  while ((state = cudaEventQuery(done.get())) == cudaErrorNotReady) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw Error(ExitCode::kTimeout,
+                  fmt::format("{} did not finish within {:.1f} s", what, timeout.count()));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  CUDA_TRY(state);
+}
+
+}  // namespace
+
+std::vector<Measurement> probe_p2p_latency(const std::vector<GpuPlacement>& gpus,
+                                           const LatencyOptions& options) {
+  std::vector<Measurement> out;
+  constexpr size_t kEntries = 4096;
+  const std::vector<uint64_t> chain = chase_chain(kEntries, 11);
+  uint64_t expected_end = 0;
+  for (int h = 0; h < options.hops; ++h)
+    expected_end = chain[expected_end];
+  std::vector<cuda::DeviceBuffer> chains;
+  for (const GpuPlacement& g : gpus) {
+    CUDA_TRY(cudaSetDevice(g.cuda_device));
+    chains.emplace_back(chain.size() * sizeof(uint64_t));
+    CUDA_TRY(cudaMemcpy(chains.back().get(), chain.data(), chain.size() * sizeof(uint64_t),
+                        cudaMemcpyHostToDevice));
+  }
+  cuda::PinnedHostBuffer result(2 * sizeof(uint64_t), -1);
+  auto* r = static_cast<uint64_t*>(result.get());
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    for (size_t j = 0; j < gpus.size(); ++j) {
+      if (i != j) {
+        if (!can_access(gpus[i], gpus[j])) continue;
+        enable_peer(gpus[i].cuda_device, gpus[j].cuda_device);
+      }
+      CUDA_TRY(cudaSetDevice(gpus[i].cuda_device));
+      cuda::Stream stream;
+      std::vector<double> samples;
+      for (int rep = -1; rep < options.repeats; ++rep) {
+        r[0] = r[1] = ~0ULL;
+        cuda::Event done;
+        cuda::launch_pointer_chase(stream.get(), static_cast<const uint64_t*>(chains[j].get()),
+                                   options.hops, r);
+        CUDA_TRY(cudaGetLastError());
+        CUDA_TRY(cudaEventRecord(done.get(), stream.get()));
+        wait_event(done, options.timeout, "peer pointer chase");
+        if (r[0] != expected_end) {
+          throw Error(ExitCode::kVerification,
+                      fmt::format("pointer chase GPU {} -> GPU {} ended at slot {}, expected {}",
+                                  gpus[i].index, gpus[j].index, r[0], expected_end));
+        }
+        if (rep >= 0) samples.push_back(static_cast<double>(r[1]) / options.hops / 1e3);
+      }
+      out.push_back(peer_measurement("latency", i == j ? "local load" : "peer load", Engine::kSm,
+                                     gpus[i].index, gpus[j].index, false, sizeof(uint64_t),
+                                     options.hops, "us", samples));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// A buffer exported through CUDA IPC and the peers' buffers opened from their handles.
+class IpcExchange {
+ public:
+  IpcExchange(workers::Communicator& comm, void* local) : rank_(comm.rank()) {
+    cudaIpcMemHandle_t handle;
+    CUDA_TRY(cudaIpcGetMemHandle(&handle, local));
+    std::string blob(reinterpret_cast<const char*>(&handle), sizeof handle);
+    std::vector<std::string> all = comm.allgather(blob);
+    peers_.assign(all.size(), nullptr);
+    for (size_t r = 0; r < all.size(); ++r) {
+      if (static_cast<int>(r) == rank_) {
+        peers_[r] = local;
+        continue;
+      }
+      if (all[r].size() != sizeof(cudaIpcMemHandle_t)) {
+        throw Error(ExitCode::kVerification,
+                    fmt::format("rank {}: IPC handle from rank {} has {} bytes, expected {}", rank_,
+                                r, all[r].size(), sizeof(cudaIpcMemHandle_t)));
+      }
+      cudaIpcMemHandle_t peer;
+      std::memcpy(&peer, all[r].data(), sizeof peer);
+      CUDA_TRY(cudaIpcOpenMemHandle(&peers_[r], peer, cudaIpcMemLazyEnablePeerAccess));
+    }
+  }
+  ~IpcExchange() {
+    for (size_t r = 0; r < peers_.size(); ++r) {
+      if (static_cast<int>(r) != rank_ && peers_[r] != nullptr) cudaIpcCloseMemHandle(peers_[r]);
+    }
+  }
+  IpcExchange(const IpcExchange&) = delete;
+  IpcExchange& operator=(const IpcExchange&) = delete;
+
+  void* at(int rank) const { return peers_[static_cast<size_t>(rank)]; }
+
+ private:
+  int rank_;
+  std::vector<void*> peers_;
+};
+
+// Flags live on their own 128-byte lines, one slot per rank: slot r of rank k's flag buffer
+// is where rank r signals rank k.
+constexpr size_t kFlagStride = 128;
+
+int* flag_slot(void* base, int slot) {
+  return reinterpret_cast<int*>(static_cast<char*>(base) + static_cast<size_t>(slot) * kFlagStride);
+}
+
+}  // namespace
+
+std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlacement& gpu,
+                                   const IpcOptions& options) {
+  const int rank = comm.rank();
+  const int size = comm.size();
+  // Ranks' GPU indices, for naming results: everyone shares its own.
+  std::vector<std::string> indices = comm.allgather(std::to_string(gpu.index));
+  auto gpu_of = [&](int r) { return std::stoi(indices[static_cast<size_t>(r)]); };
+
+  check_free_memory(gpu, 2 * options.bytes, "ipc");
+  CUDA_TRY(cudaSetDevice(gpu.cuda_device));
+  cuda::DeviceBuffer send(options.bytes), receive(options.bytes);
+  cuda::DeviceBuffer flags(kFlagStride * static_cast<size_t>(size));
+  CUDA_TRY(cudaMemset(flags.get(), 0, flags.bytes()));
+  IpcExchange receives(comm, receive.get());
+  IpcExchange flag_buffers(comm, flags.get());
+  CopyRunner alone(options.run);
+  // Both directions at once: the two writers meet at a barrier before every batch, so their
+  // batches overlap; everybody else takes part in those barriers idle.
+  RunOptions paired = options.run;
+  paired.before_release = [&comm] { comm.barrier(); };
+  CopyRunner together(paired);
+  const int batches = options.run.warmup + options.run.repeats;
+  std::vector<Measurement> out;
+
+  // Bandwidth: each ordered pair in turn; only the writer works, the others wait at barriers.
+  for (int a = 0; a < size; ++a) {
+    for (int b = 0; b < size; ++b) {
+      if (a == b) continue;
+      for (Engine e : {Engine::kCopyEngine, Engine::kSm}) {
+        for (bool both : {false, true}) {
+          comm.barrier();
+          const bool writer = rank == a || (both && rank == b);
+          if (!writer) {
+            for (int i = 0; both && i < batches; ++i)
+              comm.barrier();
+            continue;
+          }
+          const int to = rank == a ? b : a;
+          CopyJob job{fmt::format("ipc {} rank {} -> rank {}", to_string(e), rank, to),
+                      gpu.cuda_device,
+                      e,
+                      receives.at(to),
+                      gpu.cuda_device,
+                      send.get(),
+                      gpu.cuda_device,
+                      options.bytes};
+          auto gbps = (both ? together : alone).run({job})[0];
+          if (rank == a) {
+            out.push_back(peer_measurement("ipc", both ? "write while reverse" : "write", e,
+                                           gpu_of(a), gpu_of(b), both, options.bytes,
+                                           options.run.iters, "GB/s", gbps));
+          }
+        }
+      }
+    }
+  }
+
+  // Flag ping-pong: each unordered pair; the lower rank initiates.
+  cuda::Stream stream;
+  cuda::PinnedHostBuffer result(2 * sizeof(uint64_t), -1);
+  auto* r = static_cast<uint64_t*>(result.get());
+  const auto timeout_ns = static_cast<uint64_t>(options.run.timeout.count() * 1e9);
+  int epoch = 0;
+  for (int a = 0; a < size; ++a) {
+    for (int b = a + 1; b < size; ++b) {
+      std::vector<double> samples;
+      for (int rep = -1; rep < options.pingpong_repeats; ++rep) {
+        comm.barrier();
+        epoch += options.pingpong_rounds;  // every rank advances it alike
+        if (rank != a && rank != b) continue;
+        const int peer = rank == a ? b : a;
+        r[0] = 0;
+        r[1] = 1;
+        cuda::Event done;
+        cuda::launch_flag_pingpong(stream.get(), flag_slot(flags.get(), peer),
+                                   flag_slot(flag_buffers.at(peer), rank), options.pingpong_rounds,
+                                   epoch, rank == a, timeout_ns, r);
+        CUDA_TRY(cudaGetLastError());
+        CUDA_TRY(cudaEventRecord(done.get(), stream.get()));
+        wait_event(done, options.run.timeout,
+                   fmt::format("flag ping-pong rank {} <-> rank {}", a, b));
+        if (r[1] != 0) {
+          throw Error(ExitCode::kTimeout,
+                      fmt::format("rank {}: flag ping-pong with rank {} stalled (a flag never "
+                                  "arrived)",
+                                  rank, peer));
+        }
+        if (rank == a && rep >= 0) {
+          samples.push_back(static_cast<double>(r[0]) / options.pingpong_rounds / 1e3);
+        }
+      }
+      if (rank == a) {
+        out.push_back(peer_measurement("ipc", "flag round trip", Engine::kSm, gpu_of(a), gpu_of(b),
+                                       false, sizeof(int), options.pingpong_rounds, "us", samples));
+      }
+    }
+  }
+  comm.barrier();  // nobody unmaps while a peer may still write
+  return out;
+}
+
+}  // namespace commtool::probe

@@ -1,0 +1,159 @@
+#include "probes/bandwidth/probe_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "probes/error.hpp"
+#include "probes/topo/discover.hpp"
+#include "probes/topo/findings.hpp"
+#include "probes/topo/link_rate.hpp"
+#include "probes/workers/launcher.hpp"
+
+namespace commtool::probe {
+
+using nlohmann::json;
+
+namespace {
+
+size_t position_of(const topo::Topology& t, int gpu) {
+  for (size_t i = 0; i < t.gpus.size(); ++i) {
+    if (t.gpus[i].index == gpu) return i;
+  }
+  throw Error(ExitCode::kUsage, fmt::format("GPU {} is not in the topology", gpu));
+}
+
+json gpu_json(const topo::Gpu& g) {
+  return {
+      {"index", g.index}, {"bus_id", g.bdf}, {"numa_node", g.numa_node}, {"cpus", g.cpu_affinity}};
+}
+
+std::vector<Measurement> collect(const workers::GroupOutcome& outcome,
+                                 std::vector<std::pair<int, int>>* refused) {
+  if (outcome.failure) throw Error(outcome.failure->code, outcome.failure->what);
+  std::vector<Measurement> out;
+  for (const json& r : outcome.results) {
+    if (r.is_null()) continue;
+    for (const json& m : r.at("measurements"))
+      out.push_back(m.get<Measurement>());
+    for (const json& p : r.at("refused"))
+      refused->emplace_back(p.at(0).get<int>(), p.at(1).get<int>());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::pair<double, std::string> expected_rate(const topo::Topology& topo,
+                                             const topo::Analysis& analysis, int src, int dst) {
+  auto pcie = [&](int gpu) {
+    size_t i = position_of(topo, gpu);
+    const topo::PcieLink& l = topo.gpus[i].pcie;
+    return std::make_pair(
+        analysis.rates[i].pcie_payload_gbps,
+        fmt::format("PCIe Gen{} x{} payload", l.attainable_gen(), l.attainable_width()));
+  };
+  if (src == kHost || dst == kHost) return pcie(src == kHost ? dst : src);
+  if (src == dst) return {0.0, "same GPU"};
+  size_t a = position_of(topo, src), b = position_of(topo, dst);
+  const topo::Connection& c = analysis.matrix.cells[a][b];
+  if (c.path == topo::PathClass::kNvLink) {
+    int gen = std::max(analysis.rates[a].nvlink_generation, 1);
+    return {c.nvlinks * topo::nvlink_link_gbps(analysis.rates[a].nvlink_generation),
+            fmt::format("NVLink{} x{}", gen, c.nvlinks)};
+  }
+  auto pa = pcie(src), pb = pcie(dst);
+  return pa.first <= pb.first ? pa : pb;
+}
+
+void set_expectations(const topo::Topology& topo, const topo::Analysis& analysis,
+                      std::vector<Measurement>& measurements) {
+  for (Measurement& m : measurements) {
+    if (m.unit != "GB/s") continue;
+    std::tie(m.expected, m.expected_basis) = expected_rate(topo, analysis, m.src, m.dst);
+  }
+}
+
+ProbeReport run_probes(const ProbeRequest& request) {
+  ProbeReport report;
+  report.request = request;
+  topo::DiscoverOptions discover;
+  discover.ask_cuda = false;
+  report.topology = topo::discover(discover);
+  if (!request.devices.empty()) topo::select_gpus(report.topology, request.devices);
+  report.analysis = topo::analyze(report.topology);
+  const auto& gpus = report.topology.gpus;
+  if (gpus.empty()) {
+    throw Error(ExitCode::kEnvironment, "no NVIDIA GPU found: probe needs one (see commtool topo)");
+  }
+  const bool all = !(request.h2d || request.p2p || request.ipc || request.latency);
+  const bool several = gpus.size() > 1 || request.ipc_placement.size() > 1;
+  bool do_p2p = (all || request.p2p) && gpus.size() > 1;
+  bool do_ipc = (all || request.ipc) && several;
+  if ((all || request.p2p) && !do_p2p) {
+    report.skipped.push_back({"p2p", "only one GPU: no pair to measure", request.p2p});
+  }
+  if ((all || request.ipc) && !do_ipc) {
+    report.skipped.push_back(
+        {"ipc", "only one GPU: no pair of worker processes to measure", request.ipc});
+  }
+
+  const auto timeout = std::chrono::duration<double>(request.timeout_s);
+  // A worker shows progress at barriers between measurements; one measurement is up to
+  // warmup + repeats timed batches, each bounded by --timeout.
+  const auto progress = timeout * (request.warmup + request.repeats + 2);
+  json common = {{"bytes", request.bytes},
+                 {"iters", request.iters},
+                 {"repeats", request.repeats},
+                 {"warmup", request.warmup},
+                 {"pingpong_rounds", request.pingpong_rounds}};
+  std::vector<std::pair<int, int>> refused;
+
+  json local = common;
+  local["name"] = "probe-local";
+  local["probes"] = json::array();
+  if (all || request.h2d) local["probes"].push_back("h2d");
+  if (all || request.latency) local["probes"].push_back("latency");
+  if (do_p2p) local["probes"].push_back("p2p");
+  local["gpus"] = json::array();
+  for (const topo::Gpu& g : gpus)
+    local["gpus"].push_back(gpu_json(g));
+  if (!local["probes"].empty()) {
+    auto outcome = workers::run_workers(request.executable, {{0, gpus[0].index}}, local, progress);
+    auto ms = collect(outcome, &refused);
+    report.measurements.insert(report.measurements.end(), ms.begin(), ms.end());
+  }
+
+  if (do_ipc) {
+    std::vector<int> placement = request.ipc_placement;
+    if (placement.empty()) {
+      for (const topo::Gpu& g : gpus)
+        placement.push_back(g.index);
+    }
+    json ipc = common;
+    ipc["name"] = "probe-ipc";
+    ipc["gpus"] = json::array();
+    std::vector<workers::WorkerSpec> specs;
+    for (size_t r = 0; r < placement.size(); ++r) {
+      const topo::Gpu& g = gpus[position_of(report.topology, placement[r])];
+      ipc["gpus"].push_back(gpu_json(g));
+      specs.push_back({static_cast<int>(r), g.index});
+    }
+    // P2P must hold between every pair the ranks' GPUs form; the workers check with CUDA.
+    auto outcome = workers::run_workers(request.executable, specs, ipc, progress);
+    auto ms = collect(outcome, &refused);
+    report.measurements.insert(report.measurements.end(), ms.begin(), ms.end());
+  }
+
+  for (const auto& [a, b] : refused) {
+    size_t ia = position_of(report.topology, a), ib = position_of(report.topology, b);
+    report.refused.push_back({a, b,
+                              topo::p2p_refusal_reason(report.topology, gpus[ia], gpus[ib],
+                                                       report.analysis.matrix.cells[ia][ib])});
+  }
+  set_expectations(report.topology, report.analysis, report.measurements);
+  return report;
+}
+
+}  // namespace commtool::probe

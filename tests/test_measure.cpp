@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include "probes/error.hpp"
+#include "probes/measure/byte_size.hpp"
+#include "probes/measure/statistics.hpp"
+
+using namespace commtool;
+using namespace commtool::measure;
+
+TEST(Statistics, OddCountMedianIsTheMiddleSample) {
+  Summary s = summarize({5, 1, 3});
+  EXPECT_EQ(s.n, 3);
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+}
+
+TEST(Statistics, EvenCountMedianAveragesTheMiddlePair) {
+  EXPECT_DOUBLE_EQ(summarize({4, 1, 3, 2}).median, 2.5);
+}
+
+TEST(Statistics, CvIsSampleStddevOverMean) {
+  Summary s = summarize({2, 4, 4, 4, 5, 5, 7, 9});
+  EXPECT_DOUBLE_EQ(s.mean, 5);
+  EXPECT_NEAR(s.stddev, 2.138, 1e-3);  // n-1 in the denominator
+  EXPECT_NEAR(s.cv, 2.138 / 5, 1e-3);
+}
+
+TEST(Statistics, P99IsNearestRank) {
+  std::vector<double> v;
+  for (int i = 1; i <= 200; ++i)
+    v.push_back(i);
+  EXPECT_DOUBLE_EQ(summarize(v).p99, 198);
+  EXPECT_DOUBLE_EQ(summarize({7}).p99, 7);
+}
+
+TEST(Statistics, EmptyAndSingleSamplesAreSafe) {
+  EXPECT_EQ(summarize({}).n, 0);
+  Summary one = summarize({3});
+  EXPECT_DOUBLE_EQ(one.stddev, 0);
+  EXPECT_DOUBLE_EQ(one.cv, 0);
+}
+
+namespace {
+
+std::string size_error(const std::string& text) {
+  try {
+    parse_byte_size("--size", text);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    return e.what();
+  }
+  ADD_FAILURE() << text << " was accepted";
+  return {};
+}
+
+}  // namespace
+
+TEST(ByteSize, BinaryAndDecimalUnits) {
+  EXPECT_EQ(parse_byte_size("--size", "512MiB"), 512ull << 20);
+  EXPECT_EQ(parse_byte_size("--size", "512M"), 512ull << 20);
+  EXPECT_EQ(parse_byte_size("--size", "64K"), 64ull << 10);
+  EXPECT_EQ(parse_byte_size("--size", "1G"), 1ull << 30);
+  EXPECT_EQ(parse_byte_size("--size", "1GB"), 1000000000ull);
+  EXPECT_EQ(parse_byte_size("--size", "4096"), 4096ull);
+  EXPECT_EQ(parse_byte_size("--size", "8B"), 8ull);
+}
+
+TEST(ByteSize, UnknownUnitNamesItAndTheOption) {
+  std::string msg = size_error("12Q");
+  EXPECT_NE(msg.find("--size 12Q"), std::string::npos);
+  EXPECT_NE(msg.find("unknown unit 'Q'"), std::string::npos);
+  EXPECT_NE(msg.find("512MiB"), std::string::npos);
+}
+
+TEST(ByteSize, NoNumberOrOverflowIsRejected) {
+  EXPECT_NE(size_error("MiB").find("no number"), std::string::npos);
+  EXPECT_NE(size_error("").find("no number"), std::string::npos);
+  EXPECT_NE(size_error("-5").find("no number"), std::string::npos);
+  EXPECT_NE(size_error("99999999999G").find("too large"), std::string::npos);
+}
+
+TEST(ByteSize, FormatsExactBinaryUnits) {
+  EXPECT_EQ(format_byte_size(512ull << 20), "512 MiB");
+  EXPECT_EQ(format_byte_size(4096), "4 KiB");
+  EXPECT_EQ(format_byte_size(1000), "1000 B");
+  EXPECT_EQ(format_byte_size(3ull << 30), "3 GiB");
+}

@@ -1,0 +1,160 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "probes/bandwidth/probe_plan.hpp"
+#include "probes/topo/nccl_xml.hpp"
+#include "reports/probe_report.hpp"
+
+using namespace commtool;
+using namespace commtool::probe;
+
+namespace {
+
+topo::Topology fixture(const std::string& name) {
+  return topo::read_nccl_xml_file(std::string(COMMTOOL_FIXTURES_DIR) + "/nccl_xml/" + name);
+}
+
+Measurement bandwidth(std::string probe, std::string what, Engine e, int src, int dst,
+                      std::vector<double> samples) {
+  Measurement m;
+  m.probe = std::move(probe);
+  m.what = std::move(what);
+  m.engine = e;
+  m.src = src;
+  m.dst = dst;
+  m.bytes = 512ull << 20;
+  m.iters = 8;
+  m.unit = "GB/s";
+  m.samples = std::move(samples);
+  m.summary = measure::summarize(m.samples);
+  m.verified = true;
+  return m;
+}
+
+ProbeReport dgx_report(std::vector<Measurement> ms) {
+  ProbeReport r;
+  r.topology = fixture("dgx_h100.xml");
+  r.analysis = topo::analyze(r.topology);
+  r.measurements = std::move(ms);
+  set_expectations(r.topology, r.analysis, r.measurements);
+  return r;
+}
+
+}  // namespace
+
+TEST(ExpectedRate, NvSwitchPairIsEighteenNvLink4Links) {
+  auto t = fixture("dgx_h100.xml");
+  auto a = topo::analyze(t);
+  auto [gbps, basis] = expected_rate(t, a, 0, 5);
+  EXPECT_DOUBLE_EQ(gbps, 450.0);
+  EXPECT_EQ(basis, "NVLink4 x18");
+}
+
+TEST(ExpectedRate, HostTransferIsTheGpusPciePayloadRate) {
+  auto t = fixture("dgx_h100.xml");
+  auto a = topo::analyze(t);
+  auto [gbps, basis] = expected_rate(t, a, kHost, 2);
+  EXPECT_NEAR(gbps, 57.2, 0.05);
+  EXPECT_EQ(basis, "PCIe Gen5 x16 payload");
+}
+
+TEST(ExpectedRate, PciePairIsTheSlowerGpusPayloadRate) {
+  auto t = fixture("pcie_4gpu_2socket.xml");
+  auto a = topo::analyze(t);
+  auto [gbps, basis] = expected_rate(t, a, 1, 2);
+  EXPECT_NEAR(gbps, 28.6, 0.05);  // Gen4 x16
+  EXPECT_EQ(basis, "PCIe Gen4 x16 payload");
+}
+
+TEST(ExpectedRate, SameGpuHasNoExpectation) {
+  auto t = fixture("dgx_h100.xml");
+  EXPECT_EQ(expected_rate(t, topo::analyze(t), 3, 3).first, 0.0);
+}
+
+TEST(Verdict, UnderThreeQuartersIsLow) {
+  Measurement m = bandwidth("h2d", "H2D", Engine::kCopyEngine, kHost, 0, {40});
+  m.expected = 57.2;
+  EXPECT_TRUE(judge(m).low);
+  EXPECT_NEAR(judge(m).percent, 69.9, 0.1);
+  m.samples = {55.5};
+  m.summary = measure::summarize(m.samples);
+  EXPECT_FALSE(judge(m).low);
+  EXPECT_FALSE(judge(m).above);
+}
+
+TEST(Verdict, OverSpecIsFlaggedNotPraised) {
+  Measurement m = bandwidth("p2p", "write", Engine::kSm, 0, 1, {470});
+  m.expected = 450;
+  EXPECT_TRUE(judge(m).above);
+}
+
+TEST(Verdict, LatencyAndUnknownExpectationHaveNoPercent) {
+  Measurement m = bandwidth("h2d", "H2D", Engine::kCopyEngine, kHost, 0, {40});
+  EXPECT_EQ(judge(m).percent, 0.0);
+  m.unit = "us";
+  m.expected = 1;
+  EXPECT_EQ(judge(m).percent, 0.0);
+}
+
+TEST(MeasurementJson, RoundTripsThroughTheWorkerWire) {
+  Measurement m = bandwidth("ipc", "write while reverse", Engine::kSm, 1, 0, {1, 2, 3});
+  m.bidirectional = true;
+  nlohmann::json j = m;
+  Measurement back = j.get<Measurement>();
+  EXPECT_EQ(back.probe, "ipc");
+  EXPECT_EQ(back.engine, Engine::kSm);
+  EXPECT_EQ(back.src, 1);
+  EXPECT_TRUE(back.bidirectional);
+  EXPECT_EQ(back.samples, m.samples);
+  EXPECT_DOUBLE_EQ(back.summary.median, 2);
+  Measurement host = bandwidth("h2d", "H2D", Engine::kCopyEngine, kHost, 0, {1});
+  EXPECT_EQ(nlohmann::json(host)["src"], "host");
+  EXPECT_EQ(nlohmann::json(host).get<Measurement>().src, kHost);
+}
+
+TEST(ProbeText, P2pMatrixShowsMedianAndShareOfTheLink) {
+  auto r = dgx_report({bandwidth("p2p", "write", Engine::kCopyEngine, 0, 1, {390, 391, 392}),
+                       bandwidth("p2p", "write", Engine::kCopyEngine, 1, 0, {389, 390, 391})});
+  std::string text = reports::render_probe_text(r);
+  EXPECT_NE(text.find("391.0 (87%)"), std::string::npos) << text;
+  EXPECT_NE(text.find("row writes into column"), std::string::npos);
+  EXPECT_NE(text.find("every figure is as expected"), std::string::npos);
+}
+
+TEST(ProbeText, LowFigureGetsAVerdictLineWithEvidence) {
+  auto r = dgx_report({bandwidth("h2d", "H2D", Engine::kCopyEngine, kHost, 0, {20, 21, 22})});
+  std::string text = reports::render_probe_text(r);
+  EXPECT_NE(text.find("LOW h2d H2D host -> GPU0: 21.0 GB/s is 37% of 57.2 GB/s"), std::string::npos)
+      << text;
+}
+
+TEST(ProbeText, RefusedPairAndSkippedProbeSayWhy) {
+  auto r = dgx_report({});
+  r.refused.push_back({0, 1, "the GPUs hang off different CPU sockets"});
+  r.skipped.push_back({"ipc", "only one GPU: no pair of worker processes to measure", false});
+  std::string text = reports::render_probe_text(r);
+  EXPECT_NE(text.find("GPU0 -> GPU1: no P2P, so no figure: the GPUs hang off"), std::string::npos);
+  EXPECT_NE(text.find("ipc: not run: only one GPU"), std::string::npos);
+}
+
+TEST(ProbeJson, CarriesSchemaSettingsAndEveryStatistic) {
+  auto r = dgx_report({bandwidth("h2d", "D2H", Engine::kSm, 0, kHost, {50, 52, 51})});
+  auto j = reports::probe_to_json(r);
+  EXPECT_EQ(j["schema_version"], reports::kProbeSchemaVersion);
+  EXPECT_EQ(j["settings"]["bytes"], 512ull << 20);
+  const auto& m = j["measurements"][0];
+  EXPECT_EQ(m["stats"]["median"], 51.0);
+  EXPECT_EQ(m["samples"].size(), 3u);
+  EXPECT_EQ(m["verdict"], "ok");
+  EXPECT_NEAR(m["percent_of_expected"].get<double>(), 89.2, 0.1);
+}
+
+TEST(ProbeCsv, OneHeaderAndOneRowPerMeasurement) {
+  auto r = dgx_report({bandwidth("h2d", "H2D", Engine::kCopyEngine, kHost, 0, {55}),
+                       bandwidth("h2d", "D2H", Engine::kCopyEngine, 0, kHost, {55})});
+  std::string csv = reports::render_probe_csv(r);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+  EXPECT_EQ(csv.rfind("probe,what,engine,src,dst", 0), 0u);
+  EXPECT_NE(csv.find("h2d,D2H,CE,GPU0,host,0,536870912,8,GB/s,1,55"), std::string::npos) << csv;
+}

@@ -1,0 +1,326 @@
+// The worker layer: the socket framing, the launcher's referee rules, and real worker processes
+// (the commtool binary's hidden `__worker` mode running the built-in test tasks).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "probes/error.hpp"
+#include "probes/workers/launcher.hpp"
+#include "probes/workers/rendezvous.hpp"
+#include "probes/workers/socket_communicator.hpp"
+#include "probes/workers/unique_fd.hpp"
+#include "probes/workers/wire.hpp"
+
+using namespace std::chrono_literals;
+namespace wire = commtool::workers::wire;
+using commtool::Error;
+using commtool::ExitCode;
+using commtool::workers::Collective;
+using commtool::workers::GroupOutcome;
+using commtool::workers::Rendezvous;
+using commtool::workers::run_workers;
+using commtool::workers::SocketCommunicator;
+using commtool::workers::UniqueFd;
+using commtool::workers::WorkerSpec;
+
+namespace {
+
+struct SocketPair {
+  UniqueFd a, b;
+  SocketPair() {
+    int fds[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    a.reset(fds[0]);
+    b.reset(fds[1]);
+  }
+};
+
+wire::Deadline in(std::chrono::milliseconds wait) {
+  return wire::Clock::now() + wait;
+}
+
+void write_raw(int fd, const std::string& bytes) {
+  ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+}
+
+wire::WireError::Kind read_failure(int fd) {
+  try {
+    wire::read_message(fd, in(2000ms));
+  } catch (const wire::WireError& e) {
+    return e.kind();
+  }
+  ADD_FAILURE() << "read_message accepted a malformed message";
+  return wire::WireError::Kind::kSystem;
+}
+
+// Ranks are placed on GPUs out of order, so a message that confuses rank and GPU shows.
+const std::vector<WorkerSpec> kThreeWorkers = {{0, 2}, {1, 0}, {2, 1}};
+
+GroupOutcome run_task(const nlohmann::json& task, std::chrono::duration<double> timeout = 10s) {
+  return run_workers(COMMTOOL_BINARY, kThreeWorkers, task, timeout);
+}
+
+// What every run must leave: no socket directory, no worker process, no zombie.
+void expect_nothing_left_behind(const GroupOutcome& outcome) {
+  EXPECT_FALSE(outcome.socket_dir.empty());
+  EXPECT_FALSE(std::filesystem::exists(outcome.socket_dir)) << outcome.socket_dir;
+  ASSERT_EQ(outcome.worker_pids.size(), kThreeWorkers.size());
+  for (pid_t pid : outcome.worker_pids) {
+    errno = 0;
+    EXPECT_EQ(::kill(pid, 0), -1) << "worker " << pid << " still exists";
+    EXPECT_EQ(errno, ESRCH);
+  }
+  errno = 0;
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD) << "a child process is left to reap";
+}
+
+}  // namespace
+
+// --- Framing ---
+
+TEST(Wire, MessageRoundTripsOverASocketpairEvenWithItsPayloadSplitAcrossWrites) {
+  SocketPair pair;
+  wire::Message sent{wire::MessageType::kAllgather, 3, 7, std::string(1000, 'x') + "end"};
+  std::string bytes = wire::encode(sent);
+  std::thread writer([&] {
+    write_raw(pair.a.get(), bytes.substr(0, 30));  // the header and a few payload bytes
+    std::this_thread::sleep_for(50ms);
+    write_raw(pair.a.get(), bytes.substr(30));
+  });
+  wire::Message got = wire::read_message(pair.b.get(), in(5000ms));
+  writer.join();
+  EXPECT_EQ(got.type, sent.type);
+  EXPECT_EQ(got.rank, 3);
+  EXPECT_EQ(got.sequence, 7u);
+  EXPECT_EQ(got.payload, sent.payload);
+}
+
+TEST(Wire, DecoderReassemblesMessagesFedOneByteAtATime) {
+  std::string bytes = wire::encode({wire::MessageType::kResult, 1, 0, R"({"ok":true})"}) +
+                      wire::encode({wire::MessageType::kBarrier, 1, 2, ""});
+  wire::FrameDecoder decoder;
+  std::vector<wire::Message> got;
+  for (char c : bytes) {
+    decoder.append(&c, 1);
+    while (auto message = decoder.next())
+      got.push_back(*message);
+  }
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].payload, R"({"ok":true})");
+  EXPECT_EQ(got[1].type, wire::MessageType::kBarrier);
+  EXPECT_EQ(got[1].sequence, 2u);
+  EXPECT_EQ(decoder.pending_bytes(), 0u);
+}
+
+TEST(Wire, BadMagicIsRejectedAsAProtocolError) {
+  SocketPair pair;
+  std::string bytes = wire::encode({wire::MessageType::kHello, 0, 0, "{}"});
+  bytes[0] ^= 0x5a;
+  write_raw(pair.a.get(), bytes);
+  EXPECT_EQ(read_failure(pair.b.get()), wire::WireError::Kind::kProtocol);
+
+  wire::FrameDecoder decoder;
+  decoder.append(bytes.data(), bytes.size());
+  EXPECT_THROW(decoder.next(), wire::WireError);
+}
+
+TEST(Wire, LengthOver64MiBIsRejectedBeforeAnyPayloadIsAwaited) {
+  SocketPair pair;
+  std::string header = wire::encode({wire::MessageType::kTask, 0, 0, ""});
+  std::uint64_t absurd = wire::kMaxPayloadBytes + 1;
+  std::memcpy(header.data() + 16, &absurd, sizeof absurd);  // the length field
+  write_raw(pair.a.get(), header);
+  auto started = wire::Clock::now();
+  EXPECT_EQ(read_failure(pair.b.get()), wire::WireError::Kind::kProtocol);
+  EXPECT_LT(wire::Clock::now() - started, 1s);
+}
+
+TEST(Wire, ReadFromASilentPeerTimesOutAtTheDeadline) {
+  SocketPair pair;
+  auto started = wire::Clock::now();
+  try {
+    wire::read_message(pair.b.get(), in(200ms));
+    FAIL() << "read returned without a message";
+  } catch (const wire::WireError& e) {
+    EXPECT_EQ(e.kind(), wire::WireError::Kind::kTimedOut);
+  }
+  EXPECT_GE(wire::Clock::now() - started, 200ms);
+}
+
+// --- The launcher's referee rules ---
+
+TEST(WorkerRendezvous, BarrierSequenceNumbersKeepConsecutiveBarriersApart) {
+  Rendezvous group(2);
+  EXPECT_FALSE(group.arrive(0, {Collective::Kind::kBarrier, 1}));
+  auto first = group.arrive(1, {Collective::Kind::kBarrier, 1});
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->collective.sequence, 1u);
+  // Rank 0 racing ahead into barrier #2 is not released by rank 1's earlier arrival.
+  EXPECT_FALSE(group.arrive(0, {Collective::Kind::kBarrier, 2}));
+  EXPECT_EQ(group.stall().ranks, std::vector<int>{1});
+  EXPECT_EQ(group.stall().missed, "reach barrier #2");
+  // A repeated or skipped number is a rank out of step, not an arrival.
+  EXPECT_THROW(group.arrive(1, {Collective::Kind::kBarrier, 3}), Error);
+  auto second = group.arrive(1, {Collective::Kind::kBarrier, 2});
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->collective.sequence, 2u);
+}
+
+TEST(WorkerRendezvous, AllgatherReleasesEveryBlobInRankOrder) {
+  Rendezvous group(3);
+  EXPECT_FALSE(group.arrive(2, {Collective::Kind::kAllgather, 1}, "c"));
+  EXPECT_FALSE(group.arrive(0, {Collective::Kind::kAllgather, 1}, "a"));
+  auto release = group.arrive(1, {Collective::Kind::kAllgather, 1}, "b");
+  ASSERT_TRUE(release);
+  EXPECT_EQ(release->blobs, (std::vector<std::string>{"a", "b", "c"}));
+}
+
+TEST(WorkerRendezvous, RanksInDifferentCollectivesAreADisagreementNotAWait) {
+  Rendezvous group(2);
+  group.arrive(0, {Collective::Kind::kBarrier, 1});
+  try {
+    group.arrive(1, {Collective::Kind::kAllgather, 1});
+    FAIL() << "a rank in another collective was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kTimeout);
+    EXPECT_NE(std::string(e.what()).find("rank 1 entered allgather #1 while rank 0 waits in "
+                                         "barrier #1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// --- The worker's side of a collective ---
+
+TEST(WorkerCommunicator, BarrierTimesOutNamingRankBarrierAndSeconds) {
+  SocketPair pair;  // a launcher that never answers
+  SocketCommunicator comm(pair.a.get(), 1, 2, 0.2s);
+  try {
+    comm.barrier();
+    FAIL() << "barrier returned without an answer";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kTimeout);
+    EXPECT_STREQ(e.what(), "rank 1: barrier #1 timed out after 0.2 s");
+  }
+}
+
+TEST(WorkerCommunicator, AnswerToAnEarlierBarrierDoesNotReleaseTheNextOne) {
+  SocketPair pair;
+  std::thread launcher([&] {
+    for (int i = 0; i < 2; ++i) {
+      wire::read_message(pair.b.get(), in(5000ms));
+      // Always answers barrier #1: right the first time, stale the second.
+      wire::write_message(pair.b.get(), {wire::MessageType::kBarrierDone, 0, 1, ""}, in(5000ms));
+    }
+  });
+  SocketCommunicator comm(pair.a.get(), 0, 2, 5s);
+  comm.barrier();
+  EXPECT_THROW(comm.barrier(), Error);
+  launcher.join();
+}
+
+TEST(WorkerCommunicator, LauncherGoingAwayIsReportedNotWaitedOn) {
+  SocketPair pair;
+  SocketCommunicator comm(pair.a.get(), 0, 2, 30s);
+  pair.b.reset();
+  auto started = wire::Clock::now();
+  try {
+    comm.allgather("blob");
+    FAIL() << "allgather returned without a launcher";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kTimeout);
+    EXPECT_STREQ(e.what(), "rank 0: the launcher went away during allgather #1");
+  }
+  EXPECT_LT(wire::Clock::now() - started, 5s);
+}
+
+// --- Real worker processes ---
+
+TEST(Workers, ThreeWorkersExchangeBlobsAndEveryRankSeesAllInRankOrder) {
+  GroupOutcome outcome = run_task({{"name", "test-exchange"}});
+  ASSERT_FALSE(outcome.failure) << outcome.failure->what;
+  ASSERT_EQ(outcome.results.size(), 3u);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(outcome.results[r]["rank"], r);
+    EXPECT_EQ(outcome.results[r]["gathered"],
+              nlohmann::json::array({"rank-0", "rank-1", "rank-2"}));
+  }
+  expect_nothing_left_behind(outcome);
+}
+
+TEST(Workers, KilledWorkerIsReportedWithRankGpuAndSignalAndTheOthersAreStopped) {
+  auto started = wire::Clock::now();
+  GroupOutcome outcome = run_task({{"name", "test-die"}, {"victim", 2}});
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_EQ(outcome.failure->rank, 2);
+  EXPECT_EQ(outcome.failure->device, 1);
+  EXPECT_EQ(outcome.failure->code, ExitCode::kTimeout);
+  EXPECT_EQ(outcome.failure->what, "worker for rank 2 (GPU 1) died: killed by signal 9 (SIGKILL)");
+  EXPECT_LT(wire::Clock::now() - started, 5s);  // noticed at once, not at the timeout
+  expect_nothing_left_behind(outcome);
+}
+
+TEST(Workers, HangingWorkerIsReportedWithTheBarrierItDidNotReachWithinTheTimeout) {
+  auto started = wire::Clock::now();
+  GroupOutcome outcome = run_task({{"name", "test-hang"}, {"victim", 1}}, 1s);
+  auto took = wire::Clock::now() - started;
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_EQ(outcome.failure->rank, 1);
+  EXPECT_EQ(outcome.failure->device, 0);
+  EXPECT_EQ(outcome.failure->code, ExitCode::kTimeout);
+  EXPECT_EQ(outcome.failure->what, "rank 1 (GPU 0) did not reach barrier #1 within 1.0 s");
+  EXPECT_GE(took, 1s);
+  EXPECT_LT(took, 3s);
+  expect_nothing_left_behind(outcome);
+}
+
+TEST(Workers, WorkerErrorComesBackWithItsExitCodeAndMessage) {
+  GroupOutcome outcome = run_task({{"name", "test-error"}, {"victim", 0}});
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_EQ(outcome.failure->rank, 0);
+  EXPECT_EQ(outcome.failure->device, 2);
+  EXPECT_EQ(outcome.failure->code, ExitCode::kVerification);
+  EXPECT_EQ(outcome.failure->what, "rank 0: wrong data");
+  expect_nothing_left_behind(outcome);
+}
+
+TEST(Workers, UnknownTaskIsAUsageErrorFromTheWorkers) {
+  GroupOutcome outcome = run_task({{"name", "no-such-task"}});
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_EQ(outcome.failure->code, ExitCode::kUsage);
+  EXPECT_NE(outcome.failure->what.find("unknown worker task 'no-such-task'"), std::string::npos);
+  expect_nothing_left_behind(outcome);
+}
+
+TEST(Workers, WorkerThatCannotStartIsReportedWithItsExitStatus) {
+  GroupOutcome outcome = run_workers("/nonexistent/commtool", {{0, 0}}, {{"name", "x"}}, 10s);
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_EQ(outcome.failure->code, ExitCode::kTimeout);
+  EXPECT_EQ(outcome.failure->what,
+            "worker for rank 0 (GPU 0) exited with status 127 before "
+            "reporting");
+  EXPECT_FALSE(std::filesystem::exists(outcome.socket_dir));
+}
+
+TEST(WorkersDeathTest, InterruptStopsEveryWorkerAndExitsWith130) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        std::thread ctrl_c([] {
+          std::this_thread::sleep_for(300ms);
+          ::kill(::getpid(), SIGINT);
+        });
+        ctrl_c.detach();
+        run_task({{"name", "test-hang"}, {"victim", 0}});
+      },
+      ::testing::ExitedWithCode(130), "commtool: interrupted; stopped 3 workers");
+}
