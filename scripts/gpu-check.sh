@@ -32,6 +32,12 @@ step topo-json bash -c "$bin topo --json > $out/topo.json"
 step topo-dot bash -c "$bin topo --dot"
 step topo-verbose "$bin" -v topo --output /tmp/topo-verbose.txt
 step gpu-tests ctest --test-dir build -L gpu --output-on-failure
+step probe bash -c "$bin probe | tee $out/probe.txt"
+for n in 2 3 4; do
+  placement=$(python3 -c "print(','.join(['0'] * $n))")
+  step ipc-$n "$bin" probe --ipc --ipc-placement "$placement" --size 16MiB --iters 2 --repeats 2 --pingpong-rounds 50
+done
+step bench bash -c "scripts/bench-probe.sh /tmp/bench > $out/bench.txt"
 
 # NCCL's own view, from a one-rank communicator, read back by commtool.
 step nccl-dump env NCCL_TOPO_DUMP_FILE="$out/nccl-topo.xml" NCCL_NVLS_ENABLE=0 python3 -c '
@@ -68,11 +74,13 @@ cat /tmp/topo-verbose.txt >> "$log" 2>/dev/null
 
 echo
 echo "== gpu-check summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests nccl-dump topo-nccl-xml capture topo-capture; do
+for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests probe ipc-2 ipc-3 ipc-4 bench nccl-dump topo-nccl-xml capture topo-capture; do
   printf '  %-14s %s\n' "$k" "${result[$k]:-not run}"
 done
 echo
 cat "$out/timing.txt"
+echo
+cat "$out/bench.txt" 2>/dev/null
 fails=0
 for v in "${result[@]}"; do [[ $v == ok ]] || fails=1; done
 exit $fails
