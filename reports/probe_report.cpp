@@ -49,18 +49,28 @@ std::string table(const std::vector<const Measurement*>& ms) {
   return t.render();
 }
 
+// Which end of a measurement a matrix row or column stands for: a GPU, or a worker rank when
+// several ranks share a GPU (the one-GPU correctness runs of --ipc).
+struct Axis {
+  bool by_rank = false;
+  int src(const Measurement& m) const { return by_rank ? m.src_rank : m.src; }
+  int dst(const Measurement& m) const { return by_rank ? m.dst_rank : m.dst; }
+  std::string name(int k) const { return by_rank ? "rank" + std::to_string(k) : endpoint(k); }
+};
+
 // nvbandwidth-style matrix: rows are sources, columns destinations, cells the median.
-std::string matrix(const std::vector<const Measurement*>& ms, const std::vector<int>& gpus) {
+std::string matrix(const std::vector<const Measurement*>& ms, const std::vector<int>& keys,
+                   const Axis& axis) {
   std::vector<std::string> header{"from \\ to"};
-  for (int g : gpus)
-    header.push_back(endpoint(g));
+  for (int k : keys)
+    header.push_back(axis.name(k));
   TextTable t(header);
-  for (int src : gpus) {
-    std::vector<std::string> row{endpoint(src)};
-    for (int dst : gpus) {
+  for (int src : keys) {
+    std::vector<std::string> row{axis.name(src)};
+    for (int dst : keys) {
       std::string cell = src == dst ? "-" : "n/a";
       for (const Measurement* m : ms) {
-        if (m->src != src || m->dst != dst) continue;
+        if (axis.src(*m) != src || axis.dst(*m) != dst) continue;
         cell = number(m->summary.median, m->unit);
         if (m->expected > 0) cell += " (" + pct_text(*m) + ")";
       }
@@ -81,16 +91,24 @@ std::vector<const Measurement*> select(const ProbeReport& r, const std::string& 
 }
 
 std::string peer_section(const ProbeReport& r, const std::string& probe, const std::string& title) {
-  std::set<int> gpu_set;
+  Axis axis;
   for (const Measurement& m : r.measurements) {
-    if (m.probe == probe) {
-      gpu_set.insert(m.src);
-      gpu_set.insert(m.dst);
-    }
+    axis.by_rank |= m.probe == probe && m.src == m.dst && m.src_rank >= 0;
   }
-  if (gpu_set.empty()) return {};
-  std::vector<int> gpus(gpu_set.begin(), gpu_set.end());
+  std::set<int> key_set;
+  for (const Measurement& m : r.measurements) {
+    if (m.probe != probe) continue;
+    key_set.insert(axis.src(m));
+    key_set.insert(axis.dst(m));
+  }
+  if (key_set.empty()) return {};
+  std::vector<int> keys(key_set.begin(), key_set.end());
   std::string out = "\n" + title + "\n";
+  if (axis.by_rank) {
+    out +=
+        "  Several worker ranks share one GPU: a correctness run of the IPC path; the timings "
+        "below measure one GPU's memory and time-slicing, not a link, and mean nothing.\n";
+  }
   for (probe::Engine e : {probe::Engine::kCopyEngine, probe::Engine::kSm}) {
     for (const char* what : {"write", "write while reverse"}) {
       auto ms = select(r, probe, what, e);
@@ -100,7 +118,7 @@ std::string peer_section(const ProbeReport& r, const std::string& probe, const s
                          std::string(what) == "write" ? "unidirectional: row writes into column"
                                                       : "bidirectional: row -> column while "
                                                         "column -> row runs");
-      out += matrix(ms, gpus);
+      out += matrix(ms, keys, axis);
     }
   }
   auto pingpong = select(r, probe, "flag round trip", probe::Engine::kSm);
@@ -108,7 +126,7 @@ std::string peer_section(const ProbeReport& r, const std::string& probe, const s
     out +=
         "  Flag round trip over mapped memory (us, median; release store, acquire load, "
         "system scope)\n";
-    out += matrix(pingpong, gpus);
+    out += matrix(pingpong, keys, axis);
   }
   return out;
 }

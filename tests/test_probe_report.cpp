@@ -158,3 +158,20 @@ TEST(ProbeCsv, OneHeaderAndOneRowPerMeasurement) {
   EXPECT_EQ(csv.rfind("probe,what,engine,src,dst", 0), 0u);
   EXPECT_NE(csv.find("h2d,D2H,CE,GPU0,host,0,536870912,8,GB/s,1,55"), std::string::npos) << csv;
 }
+
+TEST(ProbeText, IpcRanksSharingAGpuAreShownByRankAndLabelledMeaningless) {
+  Measurement m = bandwidth("ipc", "write", Engine::kCopyEngine, 0, 0, {100});
+  m.src_rank = 0;
+  m.dst_rank = 1;
+  Measurement back = m;
+  back.src_rank = 1;
+  back.dst_rank = 0;
+  back.samples = {200};
+  back.summary = measure::summarize(back.samples);
+  auto r = dgx_report({m, back});
+  std::string text = reports::render_probe_text(r);
+  EXPECT_NE(text.find("rank0"), std::string::npos) << text;
+  EXPECT_NE(text.find("mean nothing"), std::string::npos);
+  EXPECT_NE(text.find("100.0"), std::string::npos);
+  EXPECT_NE(text.find("200.0"), std::string::npos);
+}

@@ -28,6 +28,10 @@ void to_json(nlohmann::json& j, const Measurement& m) {
        {"expected", m.expected > 0 ? nlohmann::json(m.expected) : nlohmann::json(nullptr)},
        {"expected_basis", m.expected_basis},
        {"verified", m.verified}};
+  if (m.src_rank >= 0) {
+    j["src_rank"] = m.src_rank;
+    j["dst_rank"] = m.dst_rank;
+  }
 }
 
 void from_json(const nlohmann::json& j, Measurement& m) {
@@ -46,6 +50,8 @@ void from_json(const nlohmann::json& j, Measurement& m) {
   m.expected = j.at("expected").is_null() ? 0 : j.at("expected").get<double>();
   m.expected_basis = j.at("expected_basis").get<std::string>();
   m.verified = j.at("verified").get<bool>();
+  m.src_rank = j.value("src_rank", -1);
+  m.dst_rank = j.value("dst_rank", -1);
 }
 
 Verdict judge(const Measurement& m) {

@@ -29,6 +29,9 @@ struct Measurement {
   double expected = 0;         // what the link should give, same unit; 0 when unknown
   std::string expected_basis;  // "PCIe Gen5 x16 payload", "NVLink4 x18"
   bool verified = false;       // every batch's data checked and right
+  // For IPC: the worker ranks at both ends (several ranks may share a GPU in tests); -1 else.
+  int src_rank = -1;
+  int dst_rank = -1;
 };
 
 }  // namespace commtool::probe

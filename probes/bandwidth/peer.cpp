@@ -313,6 +313,8 @@ std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlaceme
             out.push_back(peer_measurement("ipc", both ? "write while reverse" : "write", e,
                                            gpu_of(a), gpu_of(b), both, options.bytes,
                                            options.run.iters, "GB/s", gbps));
+            out.back().src_rank = a;
+            out.back().dst_rank = b;
           }
         }
       }
@@ -356,6 +358,8 @@ std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlaceme
       if (rank == a) {
         out.push_back(peer_measurement("ipc", "flag round trip", Engine::kSm, gpu_of(a), gpu_of(b),
                                        false, sizeof(int), options.pingpong_rounds, "us", samples));
+        out.back().src_rank = a;
+        out.back().dst_rank = b;
       }
     }
   }

@@ -56,8 +56,7 @@ class PrivateDir {
       }
     }
     throw Error(ExitCode::kEnvironment,
-                fmt::format("cannot create a private directory for the worker socket under {}: "
-                            "{}",
+                fmt::format("cannot create a directory for the worker socket under {}: {}",
                             bases.front(), std::strerror(errno)));
   }
   ~PrivateDir() {
