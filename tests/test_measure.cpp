@@ -86,3 +86,20 @@ TEST(ByteSize, FormatsExactBinaryUnits) {
   EXPECT_EQ(format_byte_size(1000), "1000 B");
   EXPECT_EQ(format_byte_size(3ull << 30), "3 GiB");
 }
+
+#include "probes/bandwidth/pointer_chase.hpp"
+
+TEST(PointerChase, ChainIsOneCycleThroughEverySlot) {
+  constexpr size_t kEntries = 257;
+  auto chain = commtool::probe::make_chase_chain(kEntries, 3);
+  std::vector<bool> seen(chain.size(), false);
+  uint64_t at = 0;
+  for (size_t i = 0; i < kEntries; ++i) {
+    ASSERT_FALSE(seen[at]) << "slot " << at << " visited twice";
+    ASSERT_EQ(at % 16, 0u);  // every slot starts its own 128-byte line
+    seen[at] = true;
+    at = chain[at];
+  }
+  EXPECT_EQ(at, 0u);  // back at the start after visiting every slot once
+  EXPECT_EQ(commtool::probe::follow_chain(chain, static_cast<int>(kEntries)), 0u);
+}

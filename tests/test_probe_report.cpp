@@ -17,19 +17,8 @@ topo::Topology fixture(const std::string& name) {
 
 Measurement bandwidth(std::string probe, std::string what, Engine e, int src, int dst,
                       std::vector<double> samples) {
-  Measurement m;
-  m.probe = std::move(probe);
-  m.what = std::move(what);
-  m.engine = e;
-  m.src = src;
-  m.dst = dst;
-  m.bytes = 512ull << 20;
-  m.iters = 8;
-  m.unit = "GB/s";
-  m.samples = std::move(samples);
-  m.summary = measure::summarize(m.samples);
-  m.verified = true;
-  return m;
+  return make_measurement(std::move(probe), std::move(what), e, src, dst, false, 512ull << 20, 8,
+                          "GB/s", std::move(samples));
 }
 
 ProbeReport dgx_report(std::vector<Measurement> ms) {

@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <thread>
 
 #include "probes/cuda/cuda_check.hpp"
 #include "probes/cuda/kernels.cuh"
 #include "probes/cuda/start_gate.hpp"
+#include "probes/cuda/wait.hpp"
 
 namespace commtool::probe {
 
@@ -15,8 +15,6 @@ std::string to_string(Engine e) {
 }
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Per-job CUDA resources, on the job's device.
 struct JobState {
@@ -94,18 +92,10 @@ std::vector<std::vector<double>> CopyRunner::run(const std::vector<CopyJob>& job
     if (opt.before_release) opt.before_release();
     impl_->gate.open();
 
-    const auto deadline = Clock::now() + opt.timeout;
     for (size_t j = 0; j < jobs.size(); ++j) {
-      cudaError_t state;
-      while ((state = cudaEventQuery(states[j]->end.get())) == cudaErrorNotReady) {
-        if (Clock::now() > deadline) {
-          throw Error(ExitCode::kTimeout,
-                      fmt::format("{}: {} copies of {} bytes did not finish within {:.1f} s",
-                                  jobs[j].label, opt.iters, jobs[j].bytes, opt.timeout.count()));
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
-      CUDA_TRY(state);
+      cuda::wait_for_event(
+          states[j]->end, opt.timeout,
+          fmt::format("{}: {} copies of {} bytes", jobs[j].label, opt.iters, jobs[j].bytes));
     }
     if (impl_->gate.timed_out()) {
       throw Error(ExitCode::kTimeout, "the streams were not released within the timeout");

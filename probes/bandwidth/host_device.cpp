@@ -4,14 +4,13 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <numeric>
-#include <random>
 #include <sstream>
-#include <thread>
 
+#include "probes/bandwidth/pointer_chase.hpp"
 #include "probes/cuda/cuda_check.hpp"
 #include "probes/cuda/kernels.cuh"
 #include "probes/cuda/start_gate.hpp"
+#include "probes/cuda/wait.hpp"
 #include "probes/error.hpp"
 
 namespace commtool::probe {
@@ -32,22 +31,12 @@ bool pin_thread_to_cpus(const std::string& cpulist) {
 
 namespace {
 
-Measurement make(const GpuPlacement& gpu, std::string what, Engine engine, bool to_device,
-                 bool bidirectional, uint64_t bytes, int iters, std::vector<double> samples) {
-  Measurement m;
-  m.probe = "h2d";
-  m.what = std::move(what);
-  m.engine = engine;
-  m.src = to_device ? kHost : gpu.index;
-  m.dst = to_device ? gpu.index : kHost;
-  m.bidirectional = bidirectional;
-  m.bytes = bytes;
-  m.iters = iters;
-  m.unit = "GB/s";
-  m.samples = std::move(samples);
-  m.summary = measure::summarize(m.samples);
-  m.verified = true;  // CopyRunner throws on any wrong word
-  return m;
+Measurement h2d_measurement(const GpuPlacement& gpu, std::string what, Engine engine,
+                            bool to_device, bool bidirectional, uint64_t bytes, int iters,
+                            std::vector<double> samples) {
+  return make_measurement("h2d", std::move(what), engine, to_device ? kHost : gpu.index,
+                          to_device ? gpu.index : kHost, bidirectional, bytes, iters, "GB/s",
+                          std::move(samples));
 }
 
 }  // namespace
@@ -74,73 +63,34 @@ std::vector<Measurement> probe_host_device_bandwidth(const GpuPlacement& gpu, ui
                 gpu.cuda_device, host_a.get(),    kHost, bytes};
     CopyJob d2h{"D2H " + tag, gpu.cuda_device, e,    host_b.get(), kHost,
                 dev_b.get(),  gpu.cuda_device, bytes};
-    out.push_back(make(gpu, "H2D", e, true, false, bytes, run.iters, runner.run({h2d})[0]));
-    out.push_back(make(gpu, "D2H", e, false, false, bytes, run.iters, runner.run({d2h})[0]));
+    out.push_back(
+        h2d_measurement(gpu, "H2D", e, true, false, bytes, run.iters, runner.run({h2d})[0]));
+    out.push_back(
+        h2d_measurement(gpu, "D2H", e, false, false, bytes, run.iters, runner.run({d2h})[0]));
     auto both = runner.run({h2d, d2h});
-    out.push_back(make(gpu, "H2D while D2H", e, true, true, bytes, run.iters, both[0]));
-    out.push_back(make(gpu, "D2H while H2D", e, false, true, bytes, run.iters, both[1]));
+    out.push_back(h2d_measurement(gpu, "H2D while D2H", e, true, true, bytes, run.iters, both[0]));
+    out.push_back(h2d_measurement(gpu, "D2H while H2D", e, false, true, bytes, run.iters, both[1]));
   }
   return out;
 }
 
 namespace {
 
-// A random cycle through `entries` slots spaced one 128-byte line apart: every hop lands on a
-// new line in an order no prefetcher can guess. chain[i] holds the index of the next slot.
-std::vector<uint64_t> make_chain(size_t entries, uint32_t seed) {
-  constexpr size_t kStride = 128 / sizeof(uint64_t);
-  std::vector<size_t> order(entries);
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin() + 1, order.end(), std::mt19937(seed));
-  std::vector<uint64_t> chain(entries * kStride, 0);
-  for (size_t i = 0; i < entries; ++i) {
-    chain[order[i] * kStride] = order[(i + 1) % entries] * kStride;
-  }
-  return chain;
-}
-
-uint64_t follow(const std::vector<uint64_t>& chain, int hops) {
-  uint64_t at = 0;
-  for (int h = 0; h < hops; ++h)
-    at = chain[at];
-  return at;
-}
-
+// Launches, records an event behind the work, and waits for it with the deadline.
 template <typename Launch>
-void run_with_deadline(cudaStream_t stream, const std::chrono::duration<double>& timeout,
+void run_with_deadline(cudaStream_t stream, std::chrono::duration<double> timeout,
                        const std::string& what, Launch launch) {
   cuda::Event done;
   launch();
   CUDA_TRY(cudaGetLastError());
   CUDA_TRY(cudaEventRecord(done.get(), stream));
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  cudaError_t state;
-  while ((state = cudaEventQuery(done.get())) == cudaErrorNotReady) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw Error(ExitCode::kTimeout,
-                  fmt::format("{} did not finish within {:.1f} s", what, timeout.count()));
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  CUDA_TRY(state);
+  cuda::wait_for_event(done, timeout, what);
 }
 
-Measurement latency_measurement(const GpuPlacement& gpu, std::string what, Engine engine, int src,
-                                int dst, uint64_t bytes, int iters, std::vector<double> samples) {
-  Measurement m;
-  m.probe = "latency";
-  m.what = std::move(what);
-  m.engine = engine;
-  m.src = src;
-  m.dst = dst;
-  m.bytes = bytes;
-  m.iters = iters;
-  m.unit = "us";
-  m.samples = std::move(samples);
-  m.summary = measure::summarize(m.samples);
-  m.verified = true;
-  (void)gpu;
-  return m;
+Measurement latency_measurement(std::string what, Engine engine, int src, int dst, uint64_t bytes,
+                                int iters, std::vector<double> samples) {
+  return make_measurement("latency", std::move(what), engine, src, dst, false, bytes, iters, "us",
+                          std::move(samples));
 }
 
 }  // namespace
@@ -154,12 +104,12 @@ std::vector<Measurement> probe_host_device_latency(const GpuPlacement& gpu,
 
   // SM round trip to host memory: 4096 lines (512 KiB) in pinned memory on the GPU's node.
   constexpr size_t kEntries = 4096;
-  std::vector<uint64_t> chain = make_chain(kEntries, 7);
+  std::vector<uint64_t> chain = make_chase_chain(kEntries, 7);
   cuda::PinnedHostBuffer host_chain(chain.size() * sizeof(uint64_t), gpu.numa_node);
   std::copy(chain.begin(), chain.end(), static_cast<uint64_t*>(host_chain.get()));
   cuda::PinnedHostBuffer result(2 * sizeof(uint64_t), -1);
   auto* r = static_cast<uint64_t*>(result.get());
-  const uint64_t expected_end = follow(chain, options.hops);
+  const uint64_t expected_end = follow_chain(chain, options.hops);
   std::vector<double> samples;
   for (int rep = -1; rep < options.repeats; ++rep) {  // rep -1: warm-up
     r[0] = r[1] = ~0ULL;
@@ -174,8 +124,8 @@ std::vector<Measurement> probe_host_device_latency(const GpuPlacement& gpu,
     }
     if (rep >= 0) samples.push_back(static_cast<double>(r[1]) / options.hops / 1e3);
   }
-  out.push_back(latency_measurement(gpu, "round trip", Engine::kSm, gpu.index, kHost,
-                                    sizeof(uint64_t), options.hops, samples));
+  out.push_back(latency_measurement("round trip", Engine::kSm, gpu.index, kHost, sizeof(uint64_t),
+                                    options.hops, samples));
 
   // A 4-byte copy-engine copy each way, queued behind a gate and run back to back: what one
   // small cudaMemcpyAsync costs the GPU, without the host's enqueue rate in it.
@@ -226,7 +176,7 @@ std::vector<Measurement> probe_host_device_latency(const GpuPlacement& gpu,
         samples.push_back(static_cast<double>(cuda::elapsed_ms(start, end)) * 1e3 / options.copies);
       }
     }
-    out.push_back(latency_measurement(gpu, to_device ? "4 B copy H2D" : "4 B copy D2H",
+    out.push_back(latency_measurement(to_device ? "4 B copy H2D" : "4 B copy D2H",
                                       Engine::kCopyEngine, to_device ? kHost : gpu.index,
                                       to_device ? gpu.index : kHost, 4, options.copies, samples));
   }

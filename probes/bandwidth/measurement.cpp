@@ -4,6 +4,25 @@
 
 namespace commtool::probe {
 
+Measurement make_measurement(std::string probe, std::string what, Engine engine, int src, int dst,
+                             bool bidirectional, uint64_t bytes, int iters, std::string unit,
+                             std::vector<double> samples) {
+  Measurement m;
+  m.probe = std::move(probe);
+  m.what = std::move(what);
+  m.engine = engine;
+  m.src = src;
+  m.dst = dst;
+  m.bidirectional = bidirectional;
+  m.bytes = bytes;
+  m.iters = iters;
+  m.unit = std::move(unit);
+  m.samples = std::move(samples);
+  m.summary = measure::summarize(m.samples);
+  m.verified = true;
+  return m;
+}
+
 void to_json(nlohmann::json& j, const Measurement& m) {
   const auto& s = m.summary;
   j = {{"probe", m.probe},

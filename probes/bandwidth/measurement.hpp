@@ -40,6 +40,12 @@ struct Measurement {
 
 namespace commtool::probe {
 
+// A verified measurement of `samples`, summarised: every probe builds its results with this
+// (the probes throw before returning anything unverified).
+Measurement make_measurement(std::string probe, std::string what, Engine engine, int src, int dst,
+                             bool bidirectional, uint64_t bytes, int iters, std::string unit,
+                             std::vector<double> samples);
+
 // How a Measurement crosses from a worker to the launcher, and how --json shows it.
 void to_json(nlohmann::json& j, const Measurement& m);
 void from_json(const nlohmann::json& j, Measurement& m);

@@ -4,38 +4,18 @@
 
 #include <cstring>
 #include <memory>
-#include <numeric>
-#include <random>
-#include <thread>
 
+#include "probes/bandwidth/pointer_chase.hpp"
 #include "probes/cuda/cuda_check.hpp"
 #include "probes/cuda/kernels.cuh"
 #include "probes/cuda/start_gate.hpp"
+#include "probes/cuda/wait.hpp"
 #include "probes/error.hpp"
 #include "probes/workers/communicator.hpp"
 
 namespace commtool::probe {
 
 namespace {
-
-Measurement peer_measurement(std::string probe, std::string what, Engine engine, int src, int dst,
-                             bool bidirectional, uint64_t bytes, int iters, std::string unit,
-                             std::vector<double> samples) {
-  Measurement m;
-  m.probe = std::move(probe);
-  m.what = std::move(what);
-  m.engine = engine;
-  m.src = src;
-  m.dst = dst;
-  m.bidirectional = bidirectional;
-  m.bytes = bytes;
-  m.iters = iters;
-  m.unit = std::move(unit);
-  m.samples = std::move(samples);
-  m.summary = measure::summarize(m.samples);
-  m.verified = true;  // every path here throws on a wrong word
-  return m;
-}
 
 void check_free_memory(const GpuPlacement& gpu, uint64_t needed, const char* probe) {
   CUDA_TRY(cudaSetDevice(gpu.cuda_device));
@@ -76,10 +56,10 @@ void measure_pair(CopyRunner& runner, const RunOptions& run, const std::string& 
     f.engine = r.engine = e;
     f.label = fmt::format("{} {} GPU {} -> GPU {}", probe, to_string(e), a, b);
     r.label = fmt::format("{} {} GPU {} -> GPU {}", probe, to_string(e), b, a);
-    out.push_back(peer_measurement(probe, "write", e, a, b, false, f.bytes, run.iters, "GB/s",
+    out.push_back(make_measurement(probe, "write", e, a, b, false, f.bytes, run.iters, "GB/s",
                                    runner.run({f})[0]));
     auto both = runner.run({f, r});
-    out.push_back(peer_measurement(probe, "write while reverse", e, a, b, true, f.bytes, run.iters,
+    out.push_back(make_measurement(probe, "write while reverse", e, a, b, true, f.bytes, run.iters,
                                    "GB/s", both[0]));
   }
 }
@@ -133,40 +113,13 @@ std::vector<Measurement> probe_p2p_bandwidth(const std::vector<GpuPlacement>& gp
   return out;
 }
 
-namespace {
-
-std::vector<uint64_t> chase_chain(size_t entries, uint32_t seed) {
-  constexpr size_t kStride = 128 / sizeof(uint64_t);
-  std::vector<size_t> order(entries);
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin() + 1, order.end(), std::mt19937(seed));
-  std::vector<uint64_t> chain(entries * kStride, 0);
-  for (size_t i = 0; i < entries; ++i)
-    chain[order[i] * kStride] = order[(i + 1) % entries] * kStride;
-  return chain;
-}
-
-void wait_event(const cuda::Event& done, std::chrono::duration<double> timeout,
-                const std::string& what) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  cudaError_t state;
-  while ((state = cudaEventQuery(done.get())) == cudaErrorNotReady) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw Error(ExitCode::kTimeout,
-                  fmt::format("{} did not finish within {:.1f} s", what, timeout.count()));
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  CUDA_TRY(state);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<Measurement> probe_p2p_latency(const std::vector<GpuPlacement>& gpus,
                                            const LatencyOptions& options) {
   std::vector<Measurement> out;
   constexpr size_t kEntries = 4096;
-  const std::vector<uint64_t> chain = chase_chain(kEntries, 11);
+  const std::vector<uint64_t> chain = make_chase_chain(kEntries, 11);
   uint64_t expected_end = 0;
   for (int h = 0; h < options.hops; ++h)
     expected_end = chain[expected_end];
@@ -195,7 +148,7 @@ std::vector<Measurement> probe_p2p_latency(const std::vector<GpuPlacement>& gpus
                                    options.hops, r);
         CUDA_TRY(cudaGetLastError());
         CUDA_TRY(cudaEventRecord(done.get(), stream.get()));
-        wait_event(done, options.timeout, "peer pointer chase");
+        cuda::wait_for_event(done, options.timeout, "peer pointer chase");
         if (r[0] != expected_end) {
           throw Error(ExitCode::kVerification,
                       fmt::format("pointer chase GPU {} -> GPU {} ended at slot {}, expected {}",
@@ -203,7 +156,7 @@ std::vector<Measurement> probe_p2p_latency(const std::vector<GpuPlacement>& gpus
         }
         if (rep >= 0) samples.push_back(static_cast<double>(r[1]) / options.hops / 1e3);
       }
-      out.push_back(peer_measurement("latency", i == j ? "local load" : "peer load", Engine::kSm,
+      out.push_back(make_measurement("latency", i == j ? "local load" : "peer load", Engine::kSm,
                                      gpus[i].index, gpus[j].index, false, sizeof(uint64_t),
                                      options.hops, "us", samples));
     }
@@ -310,7 +263,7 @@ std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlaceme
                       options.bytes};
           auto gbps = (both ? together : alone).run({job})[0];
           if (rank == a) {
-            out.push_back(peer_measurement("ipc", both ? "write while reverse" : "write", e,
+            out.push_back(make_measurement("ipc", both ? "write while reverse" : "write", e,
                                            gpu_of(a), gpu_of(b), both, options.bytes,
                                            options.run.iters, "GB/s", gbps));
             out.back().src_rank = a;
@@ -343,8 +296,8 @@ std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlaceme
                                    epoch, rank == a, timeout_ns, r);
         CUDA_TRY(cudaGetLastError());
         CUDA_TRY(cudaEventRecord(done.get(), stream.get()));
-        wait_event(done, options.run.timeout,
-                   fmt::format("flag ping-pong rank {} <-> rank {}", a, b));
+        cuda::wait_for_event(done, options.run.timeout,
+                             fmt::format("flag ping-pong rank {} <-> rank {}", a, b));
         if (r[1] != 0) {
           throw Error(ExitCode::kTimeout,
                       fmt::format("rank {}: flag ping-pong with rank {} stalled (a flag never "
@@ -356,7 +309,7 @@ std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlaceme
         }
       }
       if (rank == a) {
-        out.push_back(peer_measurement("ipc", "flag round trip", Engine::kSm, gpu_of(a), gpu_of(b),
+        out.push_back(make_measurement("ipc", "flag round trip", Engine::kSm, gpu_of(a), gpu_of(b),
                                        false, sizeof(int), options.pingpong_rounds, "us", samples));
         out.back().src_rank = a;
         out.back().dst_rank = b;
