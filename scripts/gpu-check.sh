@@ -11,6 +11,7 @@ mkdir -p "$out"
 log="$out/log.txt"
 : > "$log"
 bin=build/cli/commtool
+export PATH=$PATH:/usr/local/cuda/bin  # compute-sanitizer
 declare -A result
 
 # ctest files and the test binaries carry the absolute path of the build machine's checkout.
@@ -37,6 +38,7 @@ for n in 2 3 4; do
   placement=$(python3 -c "print(','.join(['0'] * $n))")
   step ipc-$n "$bin" probe --ipc --ipc-placement "$placement" --size 16MiB --iters 2 --repeats 2 --pingpong-rounds 50
 done
+step memcheck bash -c "compute-sanitizer --target-processes all --tool memcheck --error-exitcode 9 $bin probe --h2d --latency --size 4MiB --iters 1 --repeats 1 > /dev/null"
 step bench bash -c "scripts/bench-probe.sh /tmp/bench > $out/bench.txt"
 
 # NCCL's own view, from a one-rank communicator, read back by commtool.
@@ -74,7 +76,7 @@ cat /tmp/topo-verbose.txt >> "$log" 2>/dev/null
 
 echo
 echo "== gpu-check summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests probe ipc-2 ipc-3 ipc-4 bench nccl-dump topo-nccl-xml capture topo-capture; do
+for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests probe ipc-2 ipc-3 ipc-4 memcheck bench nccl-dump topo-nccl-xml capture topo-capture; do
   printf '  %-14s %s\n' "$k" "${result[$k]:-not run}"
 done
 echo
