@@ -89,6 +89,7 @@ Runner register_probe(CLI::App& app, const GlobalOptions& global) {
   cmd->add_flag("--csv", options->csv, "One CSV row per measurement");
   // For tests on a one-GPU machine: several IPC workers on one GPU ("0,0,0"). Hidden.
   cmd->add_option("--ipc-placement", options->ipc_placement)->group("");
+  cmd->add_option("--chase-lines", q.chase_lines)->group("")->check(CLI::Range(2, 1 << 24));
   cmd->add_option("--pingpong-rounds", q.pingpong_rounds)->group("")->check(CLI::Range(1, 1000000));
   return [&global, options] { return run_probe(global, *options); };
 }

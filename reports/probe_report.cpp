@@ -28,6 +28,7 @@ std::string verdict_text(const Measurement& m) {
   probe::Verdict v = probe::judge(m);
   if (v.percent == 0) return m.unit == "GB/s" ? "no expectation" : "";
   if (v.above) return "ABOVE SPEC?";
+  if (!v.judged) return "not judged (SM kernels share the SMs)";
   return v.low ? "LOW" : "ok";
 }
 

@@ -164,3 +164,15 @@ TEST(ProbeText, IpcRanksSharingAGpuAreShownByRankAndLabelledMeaningless) {
   EXPECT_NE(text.find("100.0"), std::string::npos);
   EXPECT_NE(text.find("200.0"), std::string::npos);
 }
+
+TEST(Verdict, BidirectionalSmCopiesAreShownButNotJudged) {
+  Measurement m = make_measurement("h2d", "H2D while D2H", Engine::kSm, kHost, 0, true,
+                                   512ull << 20, 8, "GB/s", {34.6});
+  m.expected = 57.2;
+  Verdict v = judge(m);
+  EXPECT_NEAR(v.percent, 60.5, 0.1);
+  EXPECT_FALSE(v.judged);
+  EXPECT_FALSE(v.low);
+  m.engine = Engine::kCopyEngine;  // the copy engines are the link test: judged
+  EXPECT_TRUE(judge(m).low);
+}

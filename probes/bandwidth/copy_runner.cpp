@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-
 #include "probes/cuda/cuda_check.hpp"
 #include "probes/cuda/kernels.cuh"
 #include "probes/cuda/start_gate.hpp"

@@ -102,9 +102,8 @@ std::vector<Measurement> probe_host_device_latency(const GpuPlacement& gpu,
   cuda::Stream stream;
   std::vector<Measurement> out;
 
-  // SM round trip to host memory: 4096 lines (512 KiB) in pinned memory on the GPU's node.
-  constexpr size_t kEntries = 4096;
-  std::vector<uint64_t> chain = make_chase_chain(kEntries, 7);
+  // SM round trip to host memory: chain_lines lines in pinned memory on the GPU's node.
+  std::vector<uint64_t> chain = make_chase_chain(options.chain_lines, 7);
   cuda::PinnedHostBuffer host_chain(chain.size() * sizeof(uint64_t), gpu.numa_node);
   std::copy(chain.begin(), chain.end(), static_cast<uint64_t*>(host_chain.get()));
   cuda::PinnedHostBuffer result(2 * sizeof(uint64_t), -1);

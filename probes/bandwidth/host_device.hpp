@@ -26,6 +26,8 @@ struct LatencyOptions {
   int hops = 20000;  // dependent loads per pointer-chase sample
   int copies = 200;  // back-to-back small copies per sample (short: see StartGate)
   int repeats = 5;
+  // 128-byte lines the host pointer chase cycles through: 4096 = 512 KiB, 128 pages of 4 KiB.
+  size_t chain_lines = 4096;
   std::chrono::duration<double> timeout{60.0};
 };
 

@@ -107,7 +107,8 @@ ProbeReport run_probes(const ProbeRequest& request) {
                  {"iters", request.iters},
                  {"repeats", request.repeats},
                  {"warmup", request.warmup},
-                 {"pingpong_rounds", request.pingpong_rounds}};
+                 {"pingpong_rounds", request.pingpong_rounds},
+                 {"chase_lines", request.chase_lines}};
   std::vector<std::pair<int, int>> refused;
 
   json local = common;

@@ -22,6 +22,7 @@ struct ProbeRequest {
   int repeats = 5;
   int warmup = 1;
   int pingpong_rounds = 10000;
+  int chase_lines = 4096;  // hidden: lines of the latency probe's pointer chase
   double timeout_s = 60;
   std::vector<int> devices;        // GPU indices; empty: all
   std::vector<int> ipc_placement;  // rank -> GPU index (hidden test option); empty: one per GPU

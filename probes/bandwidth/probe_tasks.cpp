@@ -46,6 +46,7 @@ RunOptions run_options_from(const json& t, std::chrono::duration<double> timeout
 LatencyOptions latency_options_from(const json& t, std::chrono::duration<double> timeout) {
   LatencyOptions l;
   l.repeats = t.at("repeats").get<int>();
+  l.chain_lines = t.at("chase_lines").get<size_t>();
   l.timeout = timeout;
   return l;
 }

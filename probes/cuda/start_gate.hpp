@@ -7,6 +7,7 @@
 // sets timed_out(), after which the timing is meaningless); never synchronise on a held stream
 // before opening; and keep the queue behind the gate short (a few hundred operations), since a
 // full CUDA work queue blocks the enqueueing host thread, which then never opens the gate.
+// COMMTOOL_NO_START_GATE=1 (for compute-sanitizer, which serialises GPU work) disables it.
 #pragma once
 
 #include <cuda_runtime_api.h>
