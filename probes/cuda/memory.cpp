@@ -44,6 +44,11 @@ PinnedHostBuffer::PinnedHostBuffer(size_t bytes, int numa_node) : bytes_(bytes) 
   }
   ptr_ = p;
   if (numa_node >= 0) placed_ = bind_to_node(p, mapped_, numa_node);
+  // Transparent huge pages where the kernel allows them (no effect where THP is off): fewer
+  // translations for the GPU's reads of host memory. On the H200 VM, H2D CE medians were
+  // 55.1-55.4 GB/s in three runs with it and 54.3-55.2 in three without (2026-12-02): a small
+  // gain at most, kept because it costs nothing.
+  madvise(p, mapped_, MADV_HUGEPAGE);
   // Registration touches and locks every page, on the bound node.
   cudaError_t err = cudaHostRegister(p, mapped_, cudaHostRegisterMapped | cudaHostRegisterPortable);
   if (err != cudaSuccess) {
