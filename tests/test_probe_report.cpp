@@ -176,3 +176,10 @@ TEST(Verdict, BidirectionalSmCopiesAreShownButNotJudged) {
   m.engine = Engine::kCopyEngine;  // the copy engines are the link test: judged
   EXPECT_TRUE(judge(m).low);
 }
+
+TEST(IpcBlocker, APairWithoutP2pAmongTheRanksRulesIpcOut) {
+  EXPECT_EQ(ipc_blocker({0, 1, 2, 3}, {{1, 3}}),
+            "GPU 1 and GPU 3 have no P2P, which CUDA IPC needs");
+  EXPECT_EQ(ipc_blocker({0, 1}, {{2, 3}}), "");  // the refused pair is not among the ranks
+  EXPECT_EQ(ipc_blocker({0, 0, 0}, {}), "");
+}

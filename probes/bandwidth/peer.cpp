@@ -215,6 +215,37 @@ int* flag_slot(void* base, int slot) {
 
 }  // namespace
 
+namespace {
+
+// CUDA IPC between two GPUs maps one's memory into the other: without P2P the open fails with
+// a bare CUDA error. Every rank checks its own row and shares it, so all of them fail alike,
+// naming the first pair without P2P.
+void require_p2p_between_all(workers::Communicator& comm, const GpuPlacement& gpu,
+                             const std::vector<std::string>& indices) {
+  char bus_id[32] = {};
+  CUDA_TRY(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, gpu.cuda_device));
+  std::vector<std::string> buses = comm.allgather(bus_id);
+  std::string row;
+  for (const std::string& bus : buses) {
+    int peer = 0, ok = 1;
+    CUDA_TRY(cudaDeviceGetByPCIBusId(&peer, bus.c_str()));
+    if (peer != gpu.cuda_device) CUDA_TRY(cudaDeviceCanAccessPeer(&ok, gpu.cuda_device, peer));
+    row += ok ? '1' : '0';
+  }
+  std::vector<std::string> rows = comm.allgather(row);
+  for (size_t a = 0; a < rows.size(); ++a) {
+    for (size_t b = 0; b < rows[a].size(); ++b) {
+      if (rows[a][b] == '1') continue;
+      throw Error(ExitCode::kEnvironment,
+                  fmt::format("CUDA IPC needs P2P between every pair of GPUs, and GPU {} cannot "
+                              "access GPU {} (see `commtool topo` for the likely reason)",
+                              indices[a], indices[b]));
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlacement& gpu,
                                    const IpcOptions& options) {
   const int rank = comm.rank();
@@ -222,6 +253,7 @@ std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlaceme
   // Ranks' GPU indices, for naming results: everyone shares its own.
   std::vector<std::string> indices = comm.allgather(std::to_string(gpu.index));
   auto gpu_of = [&](int r) { return std::stoi(indices[static_cast<size_t>(r)]); };
+  require_p2p_between_all(comm, gpu, indices);
 
   check_free_memory(gpu, 2 * options.bytes, "ipc");
   CUDA_TRY(cudaSetDevice(gpu.cuda_device));

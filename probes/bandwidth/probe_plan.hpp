@@ -60,6 +60,11 @@ ProbeReport run_probes(const ProbeRequest& request);
 std::pair<double, std::string> expected_rate(const topo::Topology& topo,
                                              const topo::Analysis& analysis, int src, int dst);
 
+// Why CUDA IPC cannot run over these ranks' GPUs ("GPU 0 and GPU 3 have no P2P, ..."), given
+// the ordered pairs the P2P probe found refused; empty when nothing stands in the way.
+std::string ipc_blocker(const std::vector<int>& placement,
+                        const std::vector<std::pair<int, int>>& refused);
+
 // Fills expected and expected_basis of every bandwidth measurement.
 void set_expectations(const topo::Topology& topo, const topo::Analysis& analysis,
                       std::vector<Measurement>& measurements);
