@@ -1,0 +1,185 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "tracing/attribution.hpp"
+#include "tracing/collectives.hpp"
+
+using namespace commtool::tracing;
+
+TEST(Collectives, BusbwFactorsAreNcclTests) {
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::kAllReduce, 8), 1.75);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::kAllGather, 4), 0.75);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::kReduceScatter, 2), 0.5);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::kAllToAll, 8), 0.875);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::kBroadcast, 8), 1.0);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::kSendRecv, 2), 1.0);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::kAllReduce, 1), 0.0);  // one rank moves nothing
+}
+
+TEST(Collectives, AlgbwIsBytesOverTimeInGBps) {
+  EXPECT_DOUBLE_EQ(algbw_gbps(1e9, 1000), 1000.0);
+  EXPECT_DOUBLE_EQ(busbw_gbps(Collective::kAllReduce, 8, 1e9, 1000), 1750.0);
+  EXPECT_DOUBLE_EQ(algbw_gbps(1e9, 0), 0.0);
+}
+
+TEST(Collectives, NamesParseInTheSpellingsPeopleUse) {
+  EXPECT_EQ(parse_collective("all_reduce"), Collective::kAllReduce);
+  EXPECT_EQ(parse_collective("AllReduce"), Collective::kAllReduce);
+  EXPECT_EQ(parse_collective("reduce-scatter"), Collective::kReduceScatter);
+  EXPECT_FALSE(parse_collective("allreduc").has_value());
+  EXPECT_EQ(to_string(Collective::kAllToAll), "alltoall");
+}
+
+namespace {
+
+constexpr uint32_t kThread = 7, kProducer = 1, kNccl = 2, kConsumer = 3;
+constexpr uint32_t kInputEvent = 11, kEndEvent = 12;
+
+// One allreduce as a framework issues it, times in ns on one timeline:
+//   producer kernel 0..1000 makes the input; input event completes at 1000;
+//   host: enqueue 100..150 (NCCL stream waits on the input event at 105..108, the collective's
+//   launch is API call `corr` at 110..140); consumer waits on the end event at 150..152;
+//   NCCL work 1010..3010; end event 3015; consumer kernel 3020..3100; host wait 152..160.
+RecordSet one_operation(uint64_t shift = 0, uint64_t seq = 1, uint32_t corr = 42,
+                        GpuWorkKind kind = GpuWorkKind::kKernel) {
+  RecordSet r;
+  auto t = [&](uint64_t ns) { return ns + shift; };
+  r.gpu.push_back({GpuWorkKind::kKernel, kProducer, corr - 1, t(0), t(1000), "producer"});
+  r.events.push_back({kInputEvent, kProducer, t(1000)});
+  r.stream_waits.push_back({kNccl, kInputEvent, t(105), t(108)});
+  r.api.push_back({corr, kThread, t(110), t(140), "cuLaunchKernelEx"});
+  r.gpu.push_back({kind, kNccl, corr, t(1010), t(3010), "ncclDevKernel_AllReduce"});
+  r.events.push_back({kEndEvent, kNccl, t(3015)});
+  r.stream_waits.push_back({kConsumer, kEndEvent, t(150), t(152)});
+  r.gpu.push_back({GpuWorkKind::kKernel, kConsumer, corr + 1, t(3020), t(3100), "consumer"});
+  OperationMark op;
+  op.seq = seq;
+  op.thread = kThread;
+  op.producer_stream = kProducer;
+  op.nccl_stream = kNccl;
+  op.consumer_stream = kConsumer;
+  op.input_ready_event = kInputEvent;
+  op.end_event = kEndEvent;
+  op.enqueue_start_ns = t(100);
+  op.enqueue_end_ns = t(150);
+  op.wait_start_ns = t(152);
+  op.wait_end_ns = t(160);
+  r.operations.push_back(op);
+  return r;
+}
+
+void merge(RecordSet& into, const RecordSet& from) {
+  into.gpu.insert(into.gpu.end(), from.gpu.begin(), from.gpu.end());
+  into.api.insert(into.api.end(), from.api.begin(), from.api.end());
+  into.stream_waits.insert(into.stream_waits.end(), from.stream_waits.begin(),
+                           from.stream_waits.end());
+  into.events.insert(into.events.end(), from.events.begin(), from.events.end());
+  into.operations.insert(into.operations.end(), from.operations.begin(), from.operations.end());
+}
+
+}  // namespace
+
+TEST(Attribution, OneKernelGivesEveryInterval) {
+  Attribution a = attribute(one_operation());
+  ASSERT_EQ(a.operations.size(), 1u);
+  const OperationIntervals& op = a.operations[0];
+  EXPECT_DOUBLE_EQ(op.host_enqueue_us, 0.050);
+  EXPECT_DOUBLE_EQ(op.host_wait_us, 0.008);
+  EXPECT_DOUBLE_EQ(*op.kernel_us, 2.0);
+  EXPECT_DOUBLE_EQ(*op.input_wait_us, 0.892);         // NCCL stream idle 108 -> 1000
+  EXPECT_DOUBLE_EQ(*op.exposed_wait_us, 2.863);       // consumer idle 152 -> 3015
+  EXPECT_DOUBLE_EQ(*op.stream_dependency_us, 2.020);  // input 1000 -> consumer 3020
+  EXPECT_EQ(op.gpu_work_count, 1);
+  EXPECT_FALSE(*op.complete_at_wait_return);  // the host returned at 160, the GPU ended at 3015
+  EXPECT_TRUE(a.warnings.empty());
+}
+
+TEST(Attribution, SeveralKernelsSpanFirstStartToLastEnd) {
+  RecordSet r = one_operation();
+  r.api.push_back({43, kThread, 141, 145, "cuLaunchKernelEx"});
+  r.gpu.push_back({GpuWorkKind::kKernel, kNccl, 43, 3010, 3500, "second"});
+  r.events[1].device_ns = 3505;
+  Attribution a = attribute(r);
+  EXPECT_DOUBLE_EQ(*a.operations[0].kernel_us, 2.490);
+  EXPECT_EQ(a.operations[0].gpu_work_count, 2);
+}
+
+TEST(Attribution, SingleRankCopiesCountAsTheCollectivesGpuWork) {
+  Attribution a = attribute(one_operation(0, 1, 42, GpuWorkKind::kMemcpy));
+  EXPECT_DOUBLE_EQ(*a.operations[0].kernel_us, 2.0);
+  EXPECT_EQ(a.operations[0].gpu_work_count, 1);
+}
+
+TEST(Attribution, BackToBackOperationsEachFindTheirOwnEventCompletions) {
+  RecordSet r = one_operation(0, 1, 42);
+  merge(r, one_operation(4000, 2, 52));  // same event ids, re-recorded 4 us later
+  Attribution a = attribute(r);
+  ASSERT_EQ(a.operations.size(), 2u);
+  for (const auto& op : a.operations) {
+    EXPECT_DOUBLE_EQ(*op.kernel_us, 2.0) << op.seq;
+    EXPECT_DOUBLE_EQ(*op.input_wait_us, 0.892) << op.seq;
+    EXPECT_DOUBLE_EQ(*op.exposed_wait_us, 2.863) << op.seq;
+  }
+}
+
+TEST(Attribution, InputWaitStartsWhenTheNcclStreamIsFree) {
+  RecordSet r = one_operation();
+  // Earlier work still runs on the NCCL stream until 800: it was busy, not waiting, till then.
+  r.gpu.push_back({GpuWorkKind::kKernel, kNccl, 7, 50, 800, "earlier"});
+  EXPECT_DOUBLE_EQ(*attribute(r).operations[0].input_wait_us, 0.200);
+}
+
+TEST(Attribution, RecordOrderDoesNotMatter) {
+  RecordSet r = one_operation(0, 1, 42);
+  merge(r, one_operation(4000, 2, 52));
+  std::mt19937 rng(5);
+  std::shuffle(r.gpu.begin(), r.gpu.end(), rng);
+  std::shuffle(r.api.begin(), r.api.end(), rng);
+  std::shuffle(r.events.begin(), r.events.end(), rng);
+  std::shuffle(r.stream_waits.begin(), r.stream_waits.end(), rng);
+  std::shuffle(r.operations.begin(), r.operations.end(), rng);
+  Attribution a = attribute(r);
+  ASSERT_EQ(a.operations.size(), 2u);
+  EXPECT_EQ(a.operations[0].seq, 1u);
+  EXPECT_DOUBLE_EQ(*a.operations[1].exposed_wait_us, 2.863);
+}
+
+TEST(Attribution, MissingEndEventLeavesItsIntervalsEmptyAndSaysSo) {
+  RecordSet r = one_operation();
+  std::erase_if(r.events, [](const EventCompletion& e) { return e.event == kEndEvent; });
+  Attribution a = attribute(r);
+  const auto& op = a.operations[0];
+  EXPECT_TRUE(op.kernel_us.has_value());
+  EXPECT_FALSE(op.exposed_wait_us.has_value());
+  EXPECT_FALSE(op.stream_dependency_us.has_value());
+  EXPECT_FALSE(op.complete_at_wait_return.has_value());
+  ASSERT_EQ(a.warnings.size(), 1u);
+  EXPECT_EQ(a.warnings[0], "operation 1: no device timestamp for the end event");
+}
+
+TEST(Attribution, MissingKernelRecordsAreNamed) {
+  RecordSet r = one_operation();
+  std::erase_if(r.gpu, [](const GpuWork& w) { return w.stream == kNccl; });
+  Attribution a = attribute(r);
+  EXPECT_FALSE(a.operations[0].kernel_us.has_value());
+  EXPECT_NE(a.warnings.at(0).find("no GPU work found on the NCCL stream"), std::string::npos);
+}
+
+TEST(Attribution, DroppedRecordsAreAWarning) {
+  RecordSet r = one_operation();
+  r.dropped_records = 17;
+  Attribution a = attribute(r);
+  ASSERT_FALSE(a.warnings.empty());
+  EXPECT_NE(a.warnings[0].find("dropped 17"), std::string::npos);
+}
+
+TEST(Attribution, HostSideCompletionFactWinsAndPollingIsLabelled) {
+  RecordSet r = one_operation();
+  r.operations[0].complete_at_wait_return = 1;
+  r.operations[0].wait_polls = true;
+  const auto& op = attribute(r).operations[0];
+  EXPECT_TRUE(*op.complete_at_wait_return);
+  EXPECT_TRUE(op.host_wait_polls);
+}
