@@ -26,6 +26,8 @@ mirror_link() {
   target=$(readlink -f "$link")
   rel_link=${link#"$sys"/}
   mkdir -p "$out/$(dirname "$rel_link")" "$out/${target#"$sys"/}"
+  # A file inside, so the directory survives a trip through git (which keeps no empty ones).
+  : > "$out/${target#"$sys"/}/.captured"
   ln -sfn "$(realpath -m --relative-to="$out/$(dirname "$rel_link")" "$out/${target#"$sys"/}")" \
     "$out/$rel_link"
 }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "probes/error.hpp"
 #include "probes/topo/classify.hpp"
@@ -253,4 +254,15 @@ TEST(Cpulist, CountsRangesAndSingles) {
   EXPECT_EQ(cpulist_count(""), 0);
   EXPECT_EQ(cpulist_count("3-1"), -1);
   EXPECT_EQ(cpulist_count("a"), -1);
+}
+
+TEST(SysfsNetdev, LinkIntoAMissingDirectoryStillFindsThePciFunction) {
+  // A capture kept in git loses empty directories such as .../0000:00:03.0/virtio2.
+  SysfsBuilder fs;
+  fixtures::build_vm_one_gpu(fs);
+  std::filesystem::remove_all(std::filesystem::path(fs.root()) /
+                              "devices/pci0000:00/0000:00:03.0/virtio2");
+  Topology t = read(fs);
+  ASSERT_EQ(t.nics.size(), 1u);
+  EXPECT_EQ(t.nics[0].bdf, "0000:00:03.0");
 }
