@@ -179,7 +179,8 @@ TEST(Attribution, HostSideCompletionFactWinsAndPollingIsLabelled) {
   RecordSet r = one_operation();
   r.operations[0].complete_at_wait_return = 1;
   r.operations[0].wait_polls = true;
-  const auto& op = attribute(r).operations[0];
+  Attribution a = attribute(r);
+  const auto& op = a.operations[0];
   EXPECT_TRUE(*op.complete_at_wait_return);
   EXPECT_TRUE(op.host_wait_polls);
 }
