@@ -115,3 +115,36 @@ TEST(GpuHostDevice, FullSizeFiguresForTheLog) {
   LatencyOptions opt;
   print(probe_host_device_latency({0, 0, -1, ""}, opt));
 }
+
+#include <vector>
+
+#include "probes/nccl/communicator.hpp"
+
+TEST(GpuNccl, OneRankAllReduceThroughTheNonBlockingCommunicatorIsRight) {
+  ASSERT_TRUE(have_gpu());
+  cudaSetDevice(0);
+  commtool::nccl::Library lib;
+  ncclUniqueId id;
+  lib.check(lib.get_unique_id(&id), "ncclGetUniqueId");
+  commtool::nccl::Communicator comm(lib, id, 1, 0, std::chrono::seconds(60));
+  constexpr size_t kCount = 1 << 20;
+  std::vector<float> host(kCount);
+  for (size_t i = 0; i < kCount; ++i)
+    host[i] = static_cast<float>(i % 1000) * 0.5f;
+  cuda::DeviceBuffer in(kCount * sizeof(float)), out(kCount * sizeof(float));
+  ASSERT_EQ(cudaMemcpy(in.get(), host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemset(out.get(), 0xff, kCount * sizeof(float)), cudaSuccess);
+  cuda::Stream stream;
+  cuda::Event done;
+  comm.settle(
+      lib.all_reduce(in.get(), out.get(), kCount, ncclFloat32, ncclSum, comm.get(), stream.get()),
+      "allreduce #1");
+  ASSERT_EQ(cudaEventRecord(done.get(), stream.get()), cudaSuccess);
+  comm.wait(done.get(), "allreduce #1");
+  std::vector<float> back(kCount);
+  ASSERT_EQ(cudaMemcpy(back.data(), out.get(), kCount * sizeof(float), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(back, host);  // one rank: the sum is the input, bit for bit
+  std::printf("  NCCL %s from %s\n", lib.version_string().c_str(), lib.path().c_str());
+}

@@ -1,0 +1,92 @@
+#include "probes/nccl/communicator.hpp"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "probes/error.hpp"
+
+namespace commtool::nccl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kPoll = std::chrono::microseconds(20);
+
+}  // namespace
+
+Communicator::Communicator(const Library& lib, const ncclUniqueId& id, int nranks, int rank,
+                           std::chrono::duration<double> timeout)
+    : lib_(lib), rank_(rank), timeout_(timeout) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclResult_t r = lib_.comm_init_rank_config(&comm_, nranks, id, rank, &config);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    lib_.check(r, "ncclCommInitRankConfig");
+  }
+  settle(r, "communicator initialisation");
+}
+
+Communicator::~Communicator() {
+  if (comm_ == nullptr) return;
+  if (!aborted_) {
+    // Finalize flushes outstanding work; if that does not finish in time, abort.
+    ncclResult_t r = lib_.comm_finalize(comm_);
+    const auto deadline = Clock::now() + timeout_;
+    ncclResult_t state = r;
+    while (state == ncclInProgress && Clock::now() < deadline) {
+      std::this_thread::sleep_for(kPoll);
+      if (lib_.comm_get_async_error(comm_, &state) != ncclSuccess) break;
+    }
+    if (state == ncclSuccess) {
+      lib_.comm_destroy(comm_);
+      return;
+    }
+  }
+  lib_.comm_abort(comm_);
+}
+
+void Communicator::abort_with(const std::string& why) {
+  lib_.comm_abort(comm_);
+  aborted_ = true;
+  comm_ = nullptr;
+  throw Error(ExitCode::kTimeout,
+              fmt::format("rank {}: {}; the communicator was aborted", rank_, why));
+}
+
+void Communicator::settle(ncclResult_t issued, const std::string& what) {
+  if (issued != ncclInProgress && issued != ncclSuccess) lib_.check(issued, what.c_str());
+  const auto deadline = Clock::now() + timeout_;
+  ncclResult_t state = issued;
+  while (state == ncclInProgress) {
+    if (Clock::now() > deadline) {
+      abort_with(fmt::format("{} did not finish within {:.1f} s", what, timeout_.count()));
+    }
+    std::this_thread::sleep_for(kPoll);
+    lib_.check(lib_.comm_get_async_error(comm_, &state), "ncclCommGetAsyncError");
+  }
+  if (state != ncclSuccess) lib_.check(state, what.c_str());
+}
+
+void Communicator::wait(cudaEvent_t done, const std::string& what) {
+  const auto deadline = Clock::now() + timeout_;
+  while (true) {
+    cudaError_t e = cudaEventQuery(done);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) {
+      throw Error(ExitCode::kEnvironment,
+                  fmt::format("rank {}: {}: {}", rank_, what, cudaGetErrorString(e)));
+    }
+    ncclResult_t async = ncclSuccess;
+    lib_.check(lib_.comm_get_async_error(comm_, &async), "ncclCommGetAsyncError");
+    if (async != ncclSuccess && async != ncclInProgress) {
+      abort_with(fmt::format("{} failed: {}", what, lib_.error_string(async)));
+    }
+    if (Clock::now() > deadline) {
+      abort_with(fmt::format("{} did not complete within {:.1f} s", what, timeout_.count()));
+    }
+    std::this_thread::sleep_for(kPoll);
+  }
+}
+
+}  // namespace commtool::nccl
