@@ -5,11 +5,24 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace commtool {
+
+// Where a library of the CUDA stack may be: the loader's path first, then the toolkit's
+// directories ($CUDA_HOME, /usr/local/cuda, CUPTI's extras), which are rarely on that path.
+inline std::vector<std::string> cuda_library_candidates(const std::string& soname) {
+  std::vector<std::string> out{soname};
+  if (const char* home = std::getenv("CUDA_HOME")) {
+    out.push_back(std::string(home) + "/lib64/" + soname);
+  }
+  out.push_back("/usr/local/cuda/lib64/" + soname);
+  out.push_back("/usr/local/cuda/extras/CUPTI/lib64/" + soname);
+  return out;
+}
 
 class DynamicLibrary {
  public:

@@ -7,6 +7,8 @@
 #include <cstdlib>
 
 #include "probes/dynlib.hpp"
+#include "probes/error.hpp"
+#include "probes/nccl/nccl_library.hpp"
 
 namespace commtool {
 
@@ -16,33 +18,21 @@ std::string cuda_version_string(int v) {
   return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
 }
 
-// NCCL and CUPTI are rarely on the loader path of a CUDA install, so look where the toolkit is.
-std::vector<std::string> candidates(const std::string& soname) {
-  std::vector<std::string> out{soname};
-  if (const char* home = std::getenv("CUDA_HOME"))
-    out.push_back(std::string(home) + "/lib64/" + soname);
-  out.push_back("/usr/local/cuda/lib64/" + soname);
-  out.push_back("/usr/local/cuda/extras/CUPTI/lib64/" + soname);
-  return out;
-}
-
+// The NCCL commtool itself would use (COMMTOOL_NCCL_LIBRARY honoured), or why none is usable.
 std::string nccl_version() {
-  DynamicLibrary lib(candidates("libnccl.so.2"));
-  if (!lib) return "not found (" + lib.error() + ")";
-  using GetVersion = int (*)(int*);
-  auto get = lib.symbol<GetVersion>("ncclGetVersion");
-  int code = 0;
-  if (get == nullptr || get(&code) != 0) return "found, but ncclGetVersion failed";
-  // NCCL_VERSION_CODE is major*10000 + minor*100 + patch since NCCL 2.9.
-  return fmt::format("{}.{}.{} ({})", code / 10000, (code % 10000) / 100, code % 100,
-                     lib.path_of(reinterpret_cast<void*>(get)));
+  try {
+    nccl::Library lib;
+    return fmt::format("{} ({})", lib.version_string(), lib.path());
+  } catch (const Error& e) {
+    return std::string("not usable: ") + e.what();
+  }
 }
 
 std::string cupti_version() {
   // libcupti's static initialiser allocates 72 KiB it never frees; unloading the library would
   // leave that unreachable (LeakSanitizer reports it), so it stays mapped.
-  DynamicLibrary lib(candidates("libcupti.so.13"), RTLD_NODELETE);
-  if (!lib) lib = DynamicLibrary(candidates("libcupti.so"), RTLD_NODELETE);
+  DynamicLibrary lib(cuda_library_candidates("libcupti.so.13"), RTLD_NODELETE);
+  if (!lib) lib = DynamicLibrary(cuda_library_candidates("libcupti.so"), RTLD_NODELETE);
   if (!lib) return "not found (" + lib.error() + ")";
   using GetVersion = int (*)(uint32_t*);
   auto get = lib.symbol<GetVersion>("cuptiGetVersion");

@@ -15,11 +15,7 @@ std::vector<std::string> candidates() {
   if (const char* chosen = std::getenv("COMMTOOL_NCCL_LIBRARY"); chosen && *chosen) {
     return {chosen};
   }
-  std::vector<std::string> out{"libnccl.so.2"};
-  if (const char* home = std::getenv("CUDA_HOME"))
-    out.push_back(std::string(home) + "/lib64/libnccl.so.2");
-  out.push_back("/usr/local/cuda/lib64/libnccl.so.2");
-  return out;
+  return cuda_library_candidates("libnccl.so.2");
 }
 
 }  // namespace
