@@ -248,12 +248,12 @@ TEST(SysfsAcs, RedirectBitIsReadFromTheExtendedCapability) {
   EXPECT_EQ(t.find_pci("0000:17:08.0")->acs_p2p_redirect, -1);  // no readable config
 }
 
-TEST(Cpulist, CountsRangesAndSingles) {
-  EXPECT_EQ(cpulist_count("0-15"), 16);
-  EXPECT_EQ(cpulist_count("0-3,8,10-11"), 7);
-  EXPECT_EQ(cpulist_count(""), 0);
-  EXPECT_EQ(cpulist_count("3-1"), -1);
-  EXPECT_EQ(cpulist_count("a"), -1);
+TEST(Cpulist, ListsEveryCpuOfRangesAndSingles) {
+  EXPECT_EQ(parse_cpulist("0-15")->size(), 16u);
+  EXPECT_EQ(*parse_cpulist("0-3,8,10-11"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_TRUE(parse_cpulist("")->empty());
+  EXPECT_FALSE(parse_cpulist("3-1").has_value());
+  EXPECT_FALSE(parse_cpulist("a").has_value());
 }
 
 TEST(SysfsNetdev, LinkIntoAMissingDirectoryStillFindsThePciFunction) {

@@ -9,10 +9,6 @@
 
 namespace commtool::probe {
 
-std::string to_string(Engine e) {
-  return e == Engine::kCopyEngine ? "CE" : "SM";
-}
-
 namespace {
 
 // Per-job CUDA resources, on the job's device.

@@ -4,7 +4,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <sstream>
 
 #include "probes/bandwidth/pointer_chase.hpp"
 #include "probes/cuda/cuda_check.hpp"
@@ -12,19 +11,17 @@
 #include "probes/cuda/start_gate.hpp"
 #include "probes/cuda/wait.hpp"
 #include "probes/error.hpp"
+#include "probes/topo/topology.hpp"
 
 namespace commtool::probe {
 
 bool pin_thread_to_cpus(const std::string& cpulist) {
-  if (cpulist.empty()) return false;
+  auto cpus = topo::parse_cpulist(cpulist);
+  if (!cpus || cpus->empty()) return false;
   cpu_set_t set;
   CPU_ZERO(&set);
-  std::stringstream ss(cpulist);
-  for (std::string range; std::getline(ss, range, ',');) {
-    int lo = 0, hi = 0;
-    if (std::sscanf(range.c_str(), "%d-%d", &lo, &hi) == 1) hi = lo;
-    for (int c = lo; c <= hi && c < CPU_SETSIZE; ++c)
-      CPU_SET(c, &set);
+  for (int c : *cpus) {
+    if (c < CPU_SETSIZE) CPU_SET(c, &set);
   }
   return sched_setaffinity(0, sizeof set, &set) == 0;
 }

@@ -4,6 +4,10 @@
 
 namespace commtool::probe {
 
+std::string to_string(Engine e) {
+  return e == Engine::kCopyEngine ? "CE" : "SM";
+}
+
 Measurement make_measurement(std::string probe, std::string what, Engine engine, int src, int dst,
                              bool bidirectional, uint64_t bytes, int iters, std::string unit,
                              std::vector<double> samples) {

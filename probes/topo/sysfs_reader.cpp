@@ -381,23 +381,4 @@ Topology read_sysfs(const SysfsOptions& options) {
   return Reader(options).run();
 }
 
-int cpulist_count(const std::string& cpulist) {
-  if (cpulist.empty()) return 0;
-  int count = 0;
-  std::stringstream ss(cpulist);
-  for (std::string range; std::getline(ss, range, ',');) {
-    int lo = 0, hi = 0;
-    char dash = 0;
-    std::stringstream rs(range);
-    if (!(rs >> lo)) return -1;
-    if (rs >> dash) {
-      if (dash != '-' || !(rs >> hi) || hi < lo) return -1;
-    } else {
-      hi = lo;
-    }
-    count += hi - lo + 1;
-  }
-  return count;
-}
-
 }  // namespace commtool::topo

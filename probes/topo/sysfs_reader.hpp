@@ -19,8 +19,4 @@ struct SysfsOptions {
 
 Topology read_sysfs(const SysfsOptions& options);
 
-// Parses a sysfs cpulist ("0-3,8-11") into a count of CPUs; -1 when malformed. For tests and
-// for the report's "CPUs" column.
-int cpulist_count(const std::string& cpulist);
-
 }  // namespace commtool::topo

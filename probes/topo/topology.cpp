@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <sstream>
 
 namespace commtool::topo {
 
@@ -74,6 +75,25 @@ std::optional<std::string> canonical_bdf(const std::string& text) {
   char out[16];
   std::snprintf(out, sizeof out, "%04x:%02x:%02x.%x", d, b, s, f);
   return std::string(out);
+}
+
+std::optional<std::vector<int>> parse_cpulist(const std::string& cpulist) {
+  std::vector<int> cpus;
+  std::stringstream ss(cpulist);
+  for (std::string range; std::getline(ss, range, ',');) {
+    int lo = 0, hi = 0;
+    char dash = 0;
+    std::stringstream rs(range);
+    if (!(rs >> lo) || lo < 0) return std::nullopt;
+    if (rs >> dash) {
+      if (dash != '-' || !(rs >> hi) || hi < lo) return std::nullopt;
+    } else {
+      hi = lo;
+    }
+    for (int c = lo; c <= hi; ++c)
+      cpus.push_back(c);
+  }
+  return cpus;
 }
 
 std::string to_string(NicKind kind) {

@@ -151,6 +151,9 @@ struct Topology {
 // "0000:3B:00.0", "00000000:3b:00.0" (NVML), "3b:00.0" -> "0000:3b:00.0"; nullopt otherwise.
 std::optional<std::string> canonical_bdf(const std::string& text);
 
+// The CPUs of a sysfs cpulist ("0-3,8,10-11"), in order; empty for ""; nullopt when malformed.
+std::optional<std::vector<int>> parse_cpulist(const std::string& cpulist);
+
 std::string to_string(NicKind kind);
 std::string to_string(NvLinkPeer peer);
 
