@@ -62,12 +62,23 @@ struct OperationMark {
   int complete_at_wait_return = -1;  // the harness's own cudaEventQuery then: 1, 0, -1 unknown
 };
 
+// An NVTX range on a host thread (MARKER activity records): NCCL's own ranges, such as
+// "ncclAllReduce", when NCCL was built with NVTX and CUPTI is its NVTX injection library.
+struct HostRange {
+  uint32_t thread = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  std::string domain;  // empty for the default domain
+  std::string name;
+};
+
 struct RecordSet {
   std::vector<GpuWork> gpu;
   std::vector<ApiCall> api;
   std::vector<StreamWaitCall> stream_waits;
   std::vector<EventCompletion> events;
   std::vector<OperationMark> operations;
+  std::vector<HostRange> ranges;
   uint64_t dropped_records = 0;  // cuptiActivityGetNumDroppedRecords, summed over buffers
 };
 

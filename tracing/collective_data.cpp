@@ -1,0 +1,1 @@
+#include "tracing/collective_data.hpp"

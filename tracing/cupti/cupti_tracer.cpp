@@ -1,0 +1,1 @@
+#include "tracing/cupti/cupti_tracer.hpp"

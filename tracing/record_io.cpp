@@ -1,0 +1,1 @@
+#include "tracing/record_io.hpp"
