@@ -11,7 +11,7 @@
 //
 // Sharp edges: one tracer per process (CUPTI's buffer callbacks are process-wide); create it
 // before the CUDA work to be traced is issued and, for NVTX ranges, before NCCL is loaded
-// (nvtx_injection_path() must be in NVTX_INJECTION64_PATH by then).
+// (library_path() must be in NVTX_INJECTION64_PATH by then).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -45,9 +45,11 @@ class CuptiTracer {
   // and looks the id up. Call once per event, before the measured work.
   uint32_t event_id(cudaEvent_t event, cudaStream_t stream);
 
-  // Flushes every buffer (cuptiActivityFlushAll with the forced flag) and hands over the
-  // records gathered since the last take, normalised, with dropped_records summed from
-  // cuptiActivityGetNumDroppedRecords. `operations` is left empty: the harness fills it.
+  // Flushes the completed buffers and hands over the records gathered since the last take,
+  // normalised, with dropped_records summed from cuptiActivityGetNumDroppedRecords. Synchronise
+  // the traced work first: the flush is not the forced kind, which deadlocked CUPTI 13.0 after a
+  // few uses (kFlushCompleted in the .cpp says how). `operations` is left empty: the harness
+  // fills it.
   RecordSet take();
 
   // Switches recording off and on (cuptiActivityDisable/Enable of the same kinds), for the
