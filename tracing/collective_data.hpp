@@ -49,13 +49,24 @@ struct BufferLayout {
 };
 BufferLayout buffer_layout(Collective c, DataType t, uint64_t bytes, int nranks);
 
+// The most ranks a reducing collective (allreduce, reduce, reducescatter) of type t with op can
+// have and still be checked: the sum of n inputs (each at most 7) and the product (at most 2^n)
+// must be exact in t, and an avg of a floating type must keep its tolerance under 1/16 so that
+// a stale result (off by at least 1 of at most 7) still fails. Sum: int8 18, uint8 36,
+// bfloat16 36, half 292; prod: int8 6, uint8 7, half 15, int32 30, uint32 31, int64 62,
+// uint64 63, float and bfloat16 127, double 1023; avg: as sum for integers, bfloat16 14,
+// half 126. min and max are exact for any n (INT_MAX). Other collectives only copy: any n.
+int max_exact_ranks(DataType t, ReduceOp op);
+
 // The value rank `rank` puts at element `index` of its send buffer in the iteration with seed
 // `seed`, as a double (always a small integer).
 double input_value(int rank, size_t index, uint32_t seed, ReduceOp op);
 
 // What element `index` of `rank`'s receive buffer must hold after the collective (root used by
 // broadcast and reduce); nullopt where the collective leaves it undefined (reduce on a non-root
-// rank).
+// rank, or past the receive buffer). avg of an integer type is the sum divided by n with
+// truncation, as NCCL computes it (sum in the type, then x / n); of a floating type, the exact
+// quotient (launch_check_output allows NCCL's rounding).
 std::optional<double> expected_value(Collective c, ReduceOp op, DataType t, int rank, int nranks,
                                      int root, size_t index, size_t count, uint32_t seed);
 
@@ -63,8 +74,11 @@ std::optional<double> expected_value(Collective c, ReduceOp op, DataType t, int 
 void launch_fill_input(cudaStream_t stream, void* send, size_t send_elements, DataType t,
                        ReduceOp op, int rank, uint32_t seed);
 
-// Adds to *wrong the number of receive-buffer elements that differ from expected_value (avg:
-// beyond a relative 1e-2 for 16-bit floats, 1e-6 otherwise). wrong: device or mapped memory.
+// Adds to *wrong the number of receive-buffer elements that differ from expected_value (avg of
+// a floating type: beyond a relative 1e-2 for 16-bit floats, 1e-6 otherwise, widened to
+// (n + 2) unit roundoffs of the type where NCCL's premultiplied sum can round that much:
+// bfloat16 from 1 rank on (3.9% at 8 ranks), half from 19, float from 15). wrong: device or
+// mapped memory.
 void launch_check_output(cudaStream_t stream, const void* recv, const BufferLayout& layout,
                          Collective c, DataType t, ReduceOp op, int rank, int nranks, int root,
                          uint32_t seed, unsigned long long* wrong);
