@@ -6,6 +6,24 @@
 // and parses at several million records per second with std::from_chars, where a JSON document
 // per record would not. Metadata and per-operation samples are small and stay JSON.
 //
+// The first line is "commtool-records 1" (format and version). Then, one per line, in any
+// order (the writer groups them by kind), with the field order of records.hpp:
+//
+//   k|m|s STREAM CORRELATION START_NS END_NS NAME    GpuWork: kernel, memcpy, memset
+//   a CORRELATION THREAD START_NS END_NS NAME        ApiCall
+//   w STREAM EVENT START_NS END_NS                   StreamWaitCall
+//   e EVENT STREAM DEVICE_NS                         EventCompletion
+//   o SEQ THREAD PRODUCER_STREAM NCCL_STREAM CONSUMER_STREAM INPUT_READY_EVENT END_EVENT
+//     ENQUEUE_START_NS ENQUEUE_END_NS WAIT_START_NS WAIT_END_NS WAIT_POLLS(0|1)
+//     COMPLETE_AT_WAIT_RETURN(-1|0|1)                OperationMark, all on one line
+//   r THREAD START_NS END_NS DOMAIN_BYTES DOMAIN NAME HostRange: the domain is length-prefixed
+//                                                    so that both it and the name may hold spaces
+//   d COUNT                                          dropped_records (several lines add up)
+//
+// A name is the rest of the line after one space: it may be empty and may hold any byte but a
+// line end (the writer turns '\n' and '\r' in names into spaces). Blank lines are skipped and
+// "\r\n" line ends accepted.
+//
 // DIR holds: run.json (RunMeta and, per rank, everything but the records) and
 // records-rank<R>.txt per rank. save_run writes every file under a temporary name and renames,
 // so a crash leaves no half-written file behind.
