@@ -57,6 +57,8 @@ int run(int argc, char** argv) {
 
   Runner topo = register_topo(app, global);
   Runner probe = register_probe(app, global);
+  Runner trace = register_trace(app, global);
+  Runner report = register_report(app, global);
 
   try {
     app.parse(argc, argv);
@@ -78,6 +80,8 @@ int run(int argc, char** argv) {
     if (!global.output.empty()) reports::check_writable(global.output);
     if (app.got_subcommand("topo")) return topo();
     if (app.got_subcommand("probe")) return probe();
+    if (app.got_subcommand("trace")) return trace();
+    if (app.got_subcommand("report")) return report();
     return static_cast<int>(ExitCode::kUsage);
   } catch (const Error& e) {
     std::cerr << "commtool: " << e.what() << "\n";

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "cli/app.hpp"
+#include "tracing/trace_run.hpp"
 
 namespace commtool::cli {
 
@@ -14,6 +15,13 @@ using Runner = std::function<int()>;
 
 Runner register_topo(CLI::App& app, const GlobalOptions& global);
 Runner register_probe(CLI::App& app, const GlobalOptions& global);
+Runner register_trace(CLI::App& app, const GlobalOptions& global);
+Runner register_report(CLI::App& app, const GlobalOptions& global);
+
+// Analyses a trace run (measured or loaded), prints it as --json/--output say, and writes the
+// Chrome trace to trace_file unless it is empty. Shared by trace and report.
+int report_run(const GlobalOptions& global, const tracing::TraceRun& run,
+               const std::string& trace_file);
 
 // Prints commtool's version and the versions of the GPU stack found at run time.
 void print_version();

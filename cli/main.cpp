@@ -5,6 +5,7 @@
 #include "probes/bandwidth/probe_tasks.hpp"
 #include "probes/workers/test_tasks.hpp"
 #include "probes/workers/worker.hpp"
+#include "tracing/trace_task.hpp"
 
 int main(int argc, char** argv) {
   // GPU indices everywhere in commtool are PCI bus order, as nvidia-smi numbers them; make
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], commtool::workers::kWorkerCommand) == 0) {
     commtool::workers::register_test_tasks();
     commtool::probe::register_probe_tasks();
+    commtool::tracing::register_trace_tasks();
     return commtool::workers::worker_main(argc, argv);
   }
   return commtool::cli::run(argc, argv);

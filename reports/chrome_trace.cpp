@@ -51,6 +51,12 @@ class Writer {
       span(pid, a.thread, a.name, "api", a.start_ns, a.end_ns);
       tracks.insert(a.thread);
     }
+    for (const auto& range : r.ranges) {
+      span(pid, range.thread,
+           range.domain.empty() ? range.name : fmt::format("{}: {}", range.domain, range.name),
+           "nvtx", range.start_ns, range.end_ns);
+      tracks.insert(range.thread);
+    }
     for (const auto& o : r.operations) {
       span(pid, o.thread, fmt::format("enqueue #{}", o.seq), "host", o.enqueue_start_ns,
            o.enqueue_end_ns);
@@ -94,7 +100,8 @@ class Writer {
 
   // An arrow from an event's completion to the first work the waiting stream ran after its
   // wait call: that work could not start before the event completed, so the completion is the
-  // latest one at or before it (events are re-recorded under one id every iteration).
+  // latest one at or before it (events are re-recorded under one id every iteration). Both
+  // lookups are binary searches: a run has tens of thousands of waits.
   void flows(int pid, const RecordSet& r) {
     std::map<uint32_t, std::vector<const tracing::GpuWork*>> by_stream;
     for (const auto& w : r.gpu)
@@ -102,19 +109,22 @@ class Writer {
     for (auto& [s, v] : by_stream) {
       std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->start_ns < b->start_ns; });
     }
+    std::map<uint32_t, std::vector<const tracing::EventCompletion*>> by_event;
+    for (const auto& e : r.events)
+      by_event[e.event].push_back(&e);
+    for (auto& [id, v] : by_event) {
+      std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->device_ns < b->device_ns; });
+    }
     for (const auto& wait : r.stream_waits) {
       const auto& work = by_stream[wait.stream];
-      auto next = std::find_if(work.begin(), work.end(),
-                               [&](auto* w) { return w->start_ns >= wait.end_ns; });
+      auto next = std::lower_bound(work.begin(), work.end(), wait.end_ns,
+                                   [](auto* w, uint64_t t) { return w->start_ns < t; });
       if (next == work.end()) continue;
-      const tracing::EventCompletion* done = nullptr;
-      for (const auto& e : r.events) {
-        if (e.event == wait.event && e.device_ns <= (*next)->start_ns &&
-            (done == nullptr || e.device_ns > done->device_ns)) {
-          done = &e;
-        }
-      }
-      if (done == nullptr) continue;
+      const auto& completions = by_event[wait.event];
+      auto after = std::upper_bound(completions.begin(), completions.end(), (*next)->start_ns,
+                                    [](uint64_t t, auto* e) { return t < e->device_ns; });
+      if (after == completions.begin()) continue;
+      const tracing::EventCompletion* done = *std::prev(after);
       const uint64_t id = ++flow_id_;
       const std::string name = fmt::format("event {}", wait.event);
       events_.push_back({{"ph", "s"},

@@ -209,3 +209,74 @@ TEST(Cli, FailedRunLeavesNoOutputFile) {
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(fs::is_empty(dir.path));
 }
+
+TEST(CliTrace, UnknownCollectiveNamesTheAcceptedOnes) {
+  Result r = run("trace allreduc");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "collective 'allreduc'")) << r.out;
+  EXPECT_TRUE(contains(r.out, "reducescatter")) << r.out;
+}
+
+TEST(CliTrace, MissingCollectiveIsUsageError) {
+  EXPECT_EQ(run("trace").code, 2);
+}
+
+TEST(CliTrace, BadDtypeAndOpNameTheValue) {
+  Result d = run("trace allreduce -d float8");
+  EXPECT_EQ(d.code, 2);
+  EXPECT_TRUE(contains(d.out, "--dtype float8")) << d.out;
+  Result o = run("trace allreduce -o mean");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_TRUE(contains(o.out, "--op mean")) << o.out;
+}
+
+TEST(CliTrace, BadModeNamesTheAcceptedModes) {
+  Result r = run("trace allreduce --mode sync,blocking");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "--mode blocking")) << r.out;
+}
+
+TEST(CliTrace, EmptySweepIsUsageError) {
+  Result r = run("trace allreduce -b 1M -e 1K");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "--minbytes 1M is above --maxbytes 1K")) << r.out;
+}
+
+TEST(CliTrace, OutOfRangeCountsAreUsageErrors) {
+  EXPECT_EQ(run("trace allreduce -n 0").code, 2);
+  EXPECT_EQ(run("trace allreduce -f 1").code, 2);
+  EXPECT_EQ(run("trace allreduce -c 2").code, 2);
+  EXPECT_EQ(run("trace allreduce --poll-ms -1").code, 2);
+  EXPECT_EQ(run("trace allreduce -b 12Q").code, 2);
+}
+
+TEST(CliTrace, InplaceAlltoallIsRefused) {
+  Result r = run("trace alltoall --inplace");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "--inplace")) << r.out;
+}
+
+TEST(CliTrace, TraceFileNeedsCupti) {
+  Result r = run("trace allreduce --no-cupti --trace /tmp/x.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "drop --no-cupti")) << r.out;
+}
+
+TEST(CliTrace, ScopeSleepMustFitInTheTimeout) {
+  Result r = run("trace allreduce --stream-scope --scope-sleep-ms 5000 --timeout 2");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "--scope-sleep-ms 5000")) << r.out;
+}
+
+TEST(CliTrace, NoGpuIsExitCode3) {
+  Result r = run("trace allreduce -b 1K -e 1K");
+  if (r.code == 0) GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_TRUE(contains(r.out, "no NVIDIA GPU found")) << r.out;
+}
+
+TEST(CliReport, MissingDirectoryIsUsageErrorNamingIt) {
+  Result r = run("report /nonexistent/commtool-run");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "/nonexistent/commtool-run")) << r.out;
+}

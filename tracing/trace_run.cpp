@@ -25,10 +25,10 @@ CompletionMode parse_completion_mode(const std::string& text) {
                            CompletionMode::kDeviceSync, CompletionMode::kBlockingWait}) {
     if (text == to_string(m)) return m;
   }
-  throw usage_error(fmt::format(
-      "--mode {}: not a completion mode; accepted: sync, async-wait, device-sync, "
-      "blocking-wait, all",
-      text));
+  throw usage_error(
+      fmt::format("--mode {}: not a completion mode; accepted: sync, async-wait, device-sync, "
+                  "blocking-wait, all",
+                  text));
 }
 
 }  // namespace commtool::tracing

@@ -20,12 +20,13 @@ enum class CompletionMode {
 };
 
 struct OperationSample {
-  uint64_t seq = 0;  // matches OperationMark::seq of the same rank
+  uint64_t seq = 0;    // matches OperationMark::seq of the same rank
   uint64_t bytes = 0;  // nccl-tests' size: the larger of the send and receive buffers
   CompletionMode mode = CompletionMode::kSync;
-  int poll_ms = 0;            // blocking-wait: sleep between event queries; 0 = synchronize
-  bool traced = false;        // CUPTI was recording
-  double time_us = 0;         // CUDA events around the collective on the NCCL stream
+  int poll_ms = 0;          // blocking-wait: sleep between event queries; 0 = synchronize
+  bool traced = false;      // CUPTI was recording
+  double time_us = 0;       // CUDA events around the collective on the NCCL stream
+  double host_call_us = 0;  // the host call that queued it (steady clock)
   uint64_t wrong_elements = 0;
 };
 
@@ -35,7 +36,7 @@ struct StreamScopeSample {
   uint64_t seq = 0;
   CompletionMode mode = CompletionMode::kAsyncWait;
   int poll_ms = 0;
-  double host_wait_us = 0;              // the host's wait call, from call to return
+  double host_wait_us = 0;               // the host's wait call, from call to return
   bool complete_at_wait_return = false;  // cudaEventQuery(end) right after it returned
   double b_before_a_us = 0;  // A's marker minus B's marker, device time; > 0: B finished first
   uint64_t wrong_elements = 0;
@@ -50,8 +51,8 @@ struct RankRun {
   std::vector<OperationSample> samples;
   std::vector<StreamScopeSample> scope;
   std::vector<nccl_profiler::CollectiveRecord> nccl;  // what the profiler plugin saw
-  std::string plugin_status;  // "loaded", or why algo/proto are unknown
-  std::string clock_note;     // how CUPTI and host clocks were joined
+  std::string plugin_status;                          // "loaded", or why algo/proto are unknown
+  std::string clock_note;                             // how CUPTI and host clocks were joined
 };
 
 struct RunMeta {
@@ -68,6 +69,9 @@ struct RunMeta {
   int warmup = 0;
   bool cupti = true;
   bool untraced_pass = true;  // ran each size untraced too, for the ratio
+  int scope_samples = 0;      // --stream-scope samples per mode; 0: not run
+  double scope_sleep_ms = 0;  // the GPU sleep ahead of each of them
+  uint64_t scope_bytes = 0;   // the size they ran at (the sweep's largest)
   std::string nccl_version;
   std::string nccl_library;
   std::string commtool_version;  // version and git commit of the build

@@ -28,27 +28,35 @@ Communicator::Communicator(const Library& lib, const ncclUniqueId& id, int nrank
 }
 
 Communicator::~Communicator() {
-  if (comm_ == nullptr) return;
-  if (!aborted_) {
-    // Finalize flushes outstanding work; if that does not finish in time, abort.
-    ncclResult_t r = lib_.comm_finalize(comm_);
-    const auto deadline = Clock::now() + timeout_;
-    ncclResult_t state = r;
-    while (state == ncclInProgress && Clock::now() < deadline) {
-      std::this_thread::sleep_for(kPoll);
-      if (lib_.comm_get_async_error(comm_, &state) != ncclSuccess) break;
-    }
-    if (state == ncclSuccess) {
-      lib_.comm_destroy(comm_);
-      return;
-    }
+  if (comm_ == nullptr || aborted_) return;
+  // Finalize flushes outstanding work; if that does not finish in time, abort.
+  ncclResult_t state = lib_.comm_finalize(comm_);
+  const auto deadline = Clock::now() + timeout_;
+  while (state == ncclInProgress && Clock::now() < deadline) {
+    std::this_thread::sleep_for(kPoll);
+    if (lib_.comm_get_async_error(comm_, &state) != ncclSuccess) break;
+  }
+  if (state == ncclSuccess) {
+    lib_.comm_destroy(comm_);
+    return;
   }
   lib_.comm_abort(comm_);
 }
 
+void Communicator::abort_from_watchdog() {
+  if (!aborted_.exchange(true)) lib_.comm_abort(comm_);
+}
+
+void Communicator::check_async(const std::string& what) {
+  ncclResult_t async = ncclSuccess;
+  lib_.check(lib_.comm_get_async_error(comm_, &async), "ncclCommGetAsyncError");
+  if (async != ncclSuccess && async != ncclInProgress) {
+    abort_with(fmt::format("{} failed: {}", what, lib_.error_string(async)));
+  }
+}
+
 void Communicator::abort_with(const std::string& why) {
-  lib_.comm_abort(comm_);
-  aborted_ = true;
+  if (!aborted_.exchange(true)) lib_.comm_abort(comm_);
   comm_ = nullptr;
   throw Error(ExitCode::kTimeout,
               fmt::format("rank {}: {}; the communicator was aborted", rank_, why));
@@ -77,11 +85,7 @@ void Communicator::wait(cudaEvent_t done, const std::string& what) {
       throw Error(ExitCode::kEnvironment,
                   fmt::format("rank {}: {}: {}", rank_, what, cudaGetErrorString(e)));
     }
-    ncclResult_t async = ncclSuccess;
-    lib_.check(lib_.comm_get_async_error(comm_, &async), "ncclCommGetAsyncError");
-    if (async != ncclSuccess && async != ncclInProgress) {
-      abort_with(fmt::format("{} failed: {}", what, lib_.error_string(async)));
-    }
+    check_async(what);
     if (Clock::now() > deadline) {
       abort_with(fmt::format("{} did not complete within {:.1f} s", what, timeout_.count()));
     }

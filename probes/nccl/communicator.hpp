@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 
@@ -31,6 +32,14 @@ class Communicator {
   // error; aborts and throws Error(kTimeout) naming `what` past the deadline.
   void wait(cudaEvent_t done, const std::string& what);
 
+  // Throws Error(kEnvironment) with NCCL's words if the communicator reported an error.
+  void check_async(const std::string& what);
+
+  // For a watchdog thread whose owner is stuck in a blocking CUDA call (cudaDeviceSynchronize
+  // behind a collective that never ends): aborting makes NCCL's kernels return. The owner
+  // must then stop using the communicator; its destructor does nothing more.
+  void abort_from_watchdog();
+
  private:
   [[noreturn]] void abort_with(const std::string& why);
 
@@ -38,7 +47,7 @@ class Communicator {
   ncclComm_t comm_ = nullptr;
   int rank_ = 0;
   std::chrono::duration<double> timeout_;
-  bool aborted_ = false;
+  std::atomic<bool> aborted_{false};
 };
 
 }  // namespace commtool::nccl

@@ -51,6 +51,7 @@ Library::Library() : lib_(candidates()) {
   need(recv, "ncclRecv");
   need(group_start, "ncclGroupStart");
   need(group_end, "ncclGroupEnd");
+  all_to_all = lib_.symbol<decltype(all_to_all)>("ncclAlltoAll");
   path_ = lib_.path_of(reinterpret_cast<void*>(get_version));
   check(get_version(&version_), "ncclGetVersion");
 }

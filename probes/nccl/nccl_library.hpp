@@ -44,6 +44,8 @@ class Library {
   decltype(&ncclRecv) recv = nullptr;
   decltype(&ncclGroupStart) group_start = nullptr;
   decltype(&ncclGroupEnd) group_end = nullptr;
+  // Optional: NCCL builds without it get an all-to-all from grouped send/recv.
+  decltype(&ncclAlltoAll) all_to_all = nullptr;
 
  private:
   DynamicLibrary lib_;

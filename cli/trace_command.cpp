@@ -1,0 +1,255 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <charconv>
+#include <memory>
+#include <sstream>
+
+#include "build_info.hpp"
+#include "cli/commands.hpp"
+#include "probes/error.hpp"
+#include "probes/measure/byte_size.hpp"
+#include "reports/output_file.hpp"
+#include "reports/trace_report.hpp"
+#include "tracing/record_io.hpp"
+#include "tracing/trace_analysis.hpp"
+#include "tracing/trace_plan.hpp"
+
+namespace commtool::cli {
+
+namespace {
+
+struct TraceOptions {
+  tracing::TraceRequest request;
+  std::string collective;
+  std::string minbytes = "8";
+  std::string maxbytes = "256M";
+  int stepfactor = 2;
+  std::string dtype = "float";
+  std::string op = "sum";
+  int check = 1;
+  std::string modes = "all";
+  std::string poll_ms = "10";
+  bool stream_scope = false;
+  bool no_cupti = false;
+  bool no_baseline = false;
+  std::string trace_file;
+  std::string save_dir;
+};
+
+std::vector<uint64_t> sweep(const TraceOptions& o) {
+  const uint64_t lo = measure::parse_byte_size("--minbytes", o.minbytes);
+  const uint64_t hi = measure::parse_byte_size("--maxbytes", o.maxbytes);
+  if (lo == 0) throw usage_error(fmt::format("--minbytes {}: must be at least 1 byte", o.minbytes));
+  if (lo > hi) {
+    throw usage_error(fmt::format("--minbytes {} is above --maxbytes {}: the sweep would be empty",
+                                  o.minbytes, o.maxbytes));
+  }
+  std::vector<uint64_t> sizes;
+  for (uint64_t b = lo; b <= hi; b *= static_cast<uint64_t>(o.stepfactor)) {
+    sizes.push_back(b);
+    if (sizes.size() > 64) break;
+  }
+  return sizes;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');)
+    items.push_back(item);
+  return items;
+}
+
+std::vector<int> poll_intervals(const std::string& text) {
+  std::vector<int> out;
+  for (const std::string& item : split_list(text)) {
+    int ms = -1;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), ms);
+    if (ec != std::errc() || end != item.data() + item.size() || ms < 0 || ms > 10000) {
+      throw usage_error(fmt::format(
+          "--poll-ms {}: '{}' is not a whole number of milliseconds from 0 (synchronize) to "
+          "10000",
+          text, item));
+    }
+    out.push_back(ms);
+  }
+  if (out.empty()) throw usage_error("--poll-ms: give at least one interval");
+  return out;
+}
+
+// --mode sync,blocking-wait --poll-ms 10,0: blocking-wait runs once per interval.
+std::vector<tracing::ModeRequest> modes(const TraceOptions& o) {
+  using tracing::CompletionMode;
+  std::vector<CompletionMode> chosen;
+  for (const std::string& item : split_list(o.modes)) {
+    if (item == "all") {
+      chosen.insert(chosen.end(), {CompletionMode::kSync, CompletionMode::kAsyncWait,
+                                   CompletionMode::kDeviceSync, CompletionMode::kBlockingWait});
+    } else {
+      chosen.push_back(tracing::parse_completion_mode(item));
+    }
+  }
+  if (chosen.empty()) throw usage_error("--mode: give at least one mode (or all)");
+  const std::vector<int> polls = poll_intervals(o.poll_ms);
+  std::vector<tracing::ModeRequest> out;
+  for (CompletionMode m : chosen) {
+    if (m != CompletionMode::kBlockingWait) {
+      out.push_back({m, 0});
+      continue;
+    }
+    for (int p : polls)
+      out.push_back({m, p});
+  }
+  return out;
+}
+
+tracing::TraceRequest build_request(const GlobalOptions& global, TraceOptions& o) {
+  tracing::TraceRequest q = o.request;
+  auto c = tracing::parse_collective(o.collective);
+  if (!c) {
+    throw usage_error(fmt::format(
+        "collective '{}': not one commtool runs; accepted: allreduce, allgather, reducescatter, "
+        "broadcast, reduce, alltoall, sendrecv",
+        o.collective));
+  }
+  q.collective = *c;
+  auto t = tracing::parse_data_type(o.dtype);
+  if (!t) {
+    throw usage_error(fmt::format(
+        "--dtype {}: accepted: int8, uint8, int32, uint32, int64, uint64, half, float, double, "
+        "bfloat16 (and float16, float32, float64, bf16)",
+        o.dtype));
+  }
+  q.dtype = *t;
+  auto op = tracing::parse_reduce_op(o.op);
+  if (!op) throw usage_error(fmt::format("--op {}: accepted: sum, prod, min, max, avg", o.op));
+  q.op = *op;
+  if (q.inplace && (q.collective == tracing::Collective::kAllToAll ||
+                    q.collective == tracing::Collective::kSendRecv)) {
+    throw usage_error(fmt::format("--inplace: {} has no in-place form here; drop --inplace",
+                                  tracing::to_string(q.collective)));
+  }
+  q.sizes = sweep(o);
+  q.modes = modes(o);
+  q.check = o.check != 0;
+  q.cupti = !o.no_cupti;
+  q.untraced_pass = !o.no_baseline;
+  if (o.stream_scope && q.scope_samples == 0) {
+    throw usage_error("--scope-samples 0: --stream-scope needs at least one sample");
+  }
+  if (!o.stream_scope) q.scope_samples = 0;
+  if (o.stream_scope && q.scope_sleep_ms / 1e3 >= global.timeout_s) {
+    throw usage_error(fmt::format(
+        "--scope-sleep-ms {:g}: the GPU sleep must be shorter than --timeout {:g} s, which bounds "
+        "every wait",
+        q.scope_sleep_ms, global.timeout_s));
+  }
+  if (!o.trace_file.empty() && o.no_cupti) {
+    throw usage_error("--trace needs CUPTI's records; drop --no-cupti");
+  }
+  q.devices = global.device_indices;
+  q.timeout_s = global.timeout_s;
+  return q;
+}
+
+int run_trace_command(const GlobalOptions& global, TraceOptions& o) {
+  tracing::TraceRequest q = build_request(global, o);
+  if (!o.trace_file.empty()) reports::check_writable(o.trace_file);
+  tracing::TraceRun run = tracing::run_trace(q);
+  run.meta.commtool_version =
+      fmt::format("{} (git {})", build_info::kVersion, build_info::kGitCommit);
+  if (!o.save_dir.empty()) tracing::save_run(o.save_dir, run);
+  return report_run(global, run, o.trace_file);
+}
+
+}  // namespace
+
+int report_run(const GlobalOptions& global, const tracing::TraceRun& run,
+               const std::string& trace_file) {
+  if (!trace_file.empty()) {
+    reports::write_atomically(trace_file, reports::trace_run_to_chrome(run).dump() + "\n");
+  }
+  tracing::TraceReport report = tracing::analyse(run);
+  emit(global, global.json ? reports::trace_to_json(report).dump(2) + "\n"
+                           : reports::render_trace_text(report));
+  return 0;
+}
+
+Runner register_trace(CLI::App& app, const GlobalOptions& global) {
+  auto o = std::make_shared<TraceOptions>();
+  tracing::TraceRequest& q = o->request;
+  CLI::App* cmd = app.add_subcommand(
+      "trace",
+      "Run an NCCL collective over a size sweep, check every result, and split each operation "
+      "into host enqueue, stream wait and GPU time with CUPTI");
+  cmd->add_option("collective", o->collective,
+                  "allreduce, allgather, reducescatter, broadcast, reduce, alltoall or sendrecv")
+      ->required();
+  cmd->add_option("-b,--minbytes", o->minbytes,
+                  "Smallest size (nccl-tests' size: the larger "
+                  "buffer per rank)")
+      ->capture_default_str();
+  cmd->add_option("-e,--maxbytes", o->maxbytes, "Largest size")->capture_default_str();
+  cmd->add_option("-f,--stepfactor", o->stepfactor, "Multiply the size by this each step")
+      ->check(CLI::Range(2, 1024))
+      ->capture_default_str();
+  cmd->add_option("-n,--iters", q.iters, "Measured operations per size and mode")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("-w,--warmup", q.warmup, "Unmeasured operations before them")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+  cmd->add_option("-d,--dtype", o->dtype, "Element type")->capture_default_str();
+  cmd->add_option("-o,--op", o->op, "Reduction: sum, prod, min, max, avg")->capture_default_str();
+  cmd->add_flag("--inplace", q.inplace, "Receive into the send buffer (NCCL's in-place form)");
+  cmd->add_option("-r,--root", q.root, "Root rank of broadcast and reduce")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("-c,--check", o->check, "Check every operation's output (1) or not (0)")
+      ->check(CLI::Range(0, 1))
+      ->capture_default_str();
+  cmd->add_option("--mode", o->modes,
+                  "How the host completes each collective: sync, async-wait, device-sync, "
+                  "blocking-wait, or all (comma-separated list)")
+      ->capture_default_str();
+  cmd->add_option("--poll-ms", o->poll_ms,
+                  "blocking-wait: milliseconds slept between event queries, 0 for a blocking "
+                  "cudaEventSynchronize; a list (10,0) runs blocking-wait once per value")
+      ->capture_default_str();
+  cmd->add_flag("--stream-scope", o->stream_scope,
+                "Also show that a wait on stream A does not order stream B (a long GPU sleep "
+                "ahead of the collective)");
+  q.scope_samples = 40;  // TraceRequest's 0 means off; --stream-scope turns it on
+  cmd->add_option("--scope-samples", q.scope_samples, "Samples per mode for --stream-scope")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+  cmd->add_option("--scope-sleep-ms", q.scope_sleep_ms, "GPU sleep ahead of each such sample")
+      ->check(CLI::Range(1.0, 60000.0))
+      ->capture_default_str();
+  cmd->add_flag("--no-cupti", o->no_cupti, "Run untraced: times only, no completion split");
+  cmd->add_flag("--no-baseline", o->no_baseline,
+                "Skip the untraced pass that prices tracing (traced/untraced column)");
+  cmd->add_option("--trace", o->trace_file, "Write a Chrome/Perfetto trace (JSON) to FILE")
+      ->type_name("FILE");
+  cmd->add_option("--save", o->save_dir,
+                  "Save the records and run metadata in DIR, for commtool report")
+      ->type_name("DIR");
+  return [&global, o] { return run_trace_command(global, *o); };
+}
+
+Runner register_report(CLI::App& app, const GlobalOptions& global) {
+  auto dir = std::make_shared<std::string>();
+  auto trace_file = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Re-analyse a run saved with commtool trace --save DIR; no GPU needed");
+  cmd->add_option("dir", *dir, "The directory trace --save wrote")->required();
+  cmd->add_option("--trace", *trace_file, "Write a Chrome/Perfetto trace (JSON) to FILE")
+      ->type_name("FILE");
+  return [&global, dir, trace_file] {
+    if (!trace_file->empty()) reports::check_writable(*trace_file);
+    return report_run(global, tracing::load_run(*dir), *trace_file);
+  };
+}
+
+}  // namespace commtool::cli

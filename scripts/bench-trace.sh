@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The figures `commtool trace` owes, on the GPU machine, in one go (after building here):
+#  - the bare-loop baseline: untraced trace times beside bench_nccl_bare's at 8 B and 256 MiB;
+#  - tracing's cost: traced/untraced per size;
+#  - the all-reduce table at 1 KiB, 1 MiB, 64 MiB and 256 MiB in every mode (blocking-wait
+#    polling every 10 ms and synchronizing), and --stream-scope over 40 samples at 256 MiB;
+#  - how fast `commtool report` re-analyses saved records (bench_report).
+# Full outputs go to OUT_DIR; a short table is printed last.
+#   scripts/bench-trace.sh OUT_DIR
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: scripts/bench-trace.sh OUT_DIR}
+mkdir -p "$out"
+bin=build/cli/commtool
+torch_nccl=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2
+# Compare with what PyTorch measured (GPU.md): use PyTorch's own NCCL where it is installed.
+if [[ -z ${COMMTOOL_NCCL_LIBRARY:-} && -e $torch_nccl ]]; then export COMMTOOL_NCCL_LIBRARY=$torch_nccl; fi
+
+run() {  # run NAME ARGS...: the JSON to OUT/NAME.json, the text report to OUT/NAME.txt
+  local name=$1; shift
+  "$bin" "$@" --json --output "$out/$name.json"
+  "$bin" report "$out/$name.save" > "$out/$name.txt" 2>&1 || true
+}
+
+for b in 8 268435456; do build/tests/bench_nccl_bare $b 200 >> "$out/bare.txt"; done
+"$bin" trace allreduce -b 8 -e 8 -n 200 -w 20 --mode sync --no-cupti --json \
+  --output "$out/untraced-8.json"
+"$bin" trace allreduce -b 256M -e 256M -n 200 -w 20 --mode sync --no-cupti --json \
+  --output "$out/untraced-256M.json"
+run cost trace allreduce -b 8 -e 256M -f 8 -n 50 -w 10 --mode sync --save "$out/cost.save"
+run small trace allreduce -b 1K -e 1M -f 1024 -n 20 -w 5 --mode all --poll-ms 10,0 \
+  --save "$out/small.save" --trace "$out/small-trace.json"
+run large trace allreduce -b 64M -e 256M -f 4 -n 20 -w 5 --mode all --poll-ms 10,0 \
+  --stream-scope --scope-samples 40 --save "$out/large.save"
+build/tests/bench_report 2000000 > "$out/report-speed.txt"
+
+python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+def load(n): return json.load(open(f"{out}/{n}.json"))
+def s(x): return "-" if x is None else f"{x['median']:.1f} [{x['min']:.1f}-{x['max']:.1f}]"
+print("== bare loop vs untraced trace (CUDA events around the call, median [min-max] us)")
+bare = {int(l.split()[0]): l.split() for l in open(f"{out}/bare.txt")}
+for size, name in ((8, "untraced-8"), (268435456, "untraced-256M")):
+    row = load(name)["sizes"][0]; b = bare[size]
+    print(f"  {size:>10} B  bare {float(b[2]):9.2f} [{b[3]}-{b[4]}]  trace {s(row['time_us'])}"
+          f"  ratio {row['time_us']['median'] / float(b[2]):.3f}")
+print("== tracing cost (traced/untraced time, host call delta)")
+for row in load("cost")["sizes"]:
+    print(f"  {row['bytes']:>10} B  x{row['traced_over_untraced']:.3f}  host call "
+          f"{row['host_call_delta_us']:+.2f} us  time {s(row['time_us'])}  busbw {row['busbw_gbps']:.1f}")
+print("== completion split (traced; median [min-max] us)")
+print(f"  {'size':>10} {'mode':<22} {'host call':>20} {'wait':>22} {'stream dep':>22} {'complete':>9} {'kernel':>22}")
+for name in ("small", "large"):
+    for r in load(name)["completion_split"]:
+        mode = r["mode"] + (f" {r['poll_ms']}ms" if r["mode"] == "blocking-wait" else "")
+        print(f"  {r['bytes']:>10} {mode:<22} {s(r['host_call_us']):>20} {s(r['host_wait_us']):>22} "
+              f"{s(r['stream_dependency_us']):>22} {r['complete_at_wait_return']:>4}/{r['operations']:<4} {s(r['kernel_us']):>22}")
+print("== stream scope (256 MiB, 100 ms GPU sleep)")
+for r in load("large")["stream_scope"]:
+    mode = r["mode"] + (f" {r['poll_ms']}ms" if r["mode"] == "blocking-wait" else "")
+    print(f"  {mode:<22} B first {r['b_before_a']}/{r['samples']}  host wait {s(r['host_wait_us'])} us"
+          f"  complete at return {r['complete_at_wait_return']}/{r['samples']}")
+print("== commtool report speed"); print(open(f"{out}/report-speed.txt").read())
+PY

@@ -1,0 +1,53 @@
+// Not a test: the baseline `commtool trace` is held to (issue: "the harness adds nothing
+// visible"). The same NCCL all-reduce on one GPU in a bare loop, timed the way trace times it
+// (CUDA events around the call on the NCCL stream, one operation at a time), with none of the
+// harness around it: no producer, no consumer, no check, no workers.
+//   bench_nccl_bare BYTES ITERS    prints: bytes n median_us min_us max_us
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "probes/cuda/cuda_check.hpp"
+#include "probes/cuda/memory.hpp"
+#include "probes/measure/statistics.hpp"
+#include "probes/nccl/communicator.hpp"
+
+int main(int argc, char** argv) {
+  using namespace commtool;
+  if (argc != 3) {
+    fmt::print(stderr, "usage: bench_nccl_bare BYTES ITERS\n");
+    return 2;
+  }
+  const size_t bytes = std::strtoull(argv[1], nullptr, 10);
+  const int iters = std::atoi(argv[2]);
+  try {
+    CUDA_TRY(cudaSetDevice(0));
+    nccl::Library lib;
+    ncclUniqueId id{};
+    lib.check(lib.get_unique_id(&id), "ncclGetUniqueId");
+    nccl::Communicator comm(lib, id, 1, 0, std::chrono::seconds(60));
+    cuda::DeviceBuffer send(bytes), recv(bytes);
+    cuda::Stream stream;
+    cuda::Event start, end;
+    std::vector<double> us;
+    for (int i = 0; i < iters + 5; ++i) {
+      CUDA_TRY(cudaEventRecord(start.get(), stream.get()));
+      comm.settle(lib.all_reduce(send.get(), recv.get(), bytes / 4, ncclFloat32, ncclSum,
+                                 comm.get(), stream.get()),
+                  "ncclAllReduce");
+      CUDA_TRY(cudaEventRecord(end.get(), stream.get()));
+      comm.wait(end.get(), "ncclAllReduce");
+      float ms = 0;
+      CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), end.get()));
+      if (i >= 5) us.push_back(ms * 1e3);
+    }
+    measure::Summary s = measure::summarize(us);
+    fmt::print("{} {} {:.2f} {:.2f} {:.2f}\n", bytes, s.n, s.median, s.min, s.max);
+  } catch (const Error& e) {
+    fmt::print(stderr, "bench_nccl_bare: {}\n", e.what());
+    return static_cast<int>(e.code());
+  }
+  return 0;
+}

@@ -1,0 +1,88 @@
+// One rank's side of NCCL collectives, issued the way a framework issues them: a producer
+// stream makes the input and records "input ready"; the NCCL stream waits for it, runs the
+// collective and records "end"; the host completes the collective in one of the four ways of
+// DESIGN.md section 1; a consumer stream then reads the output (the check kernel, which counts
+// every wrong element). Each operation is isolated: the next starts only once the consumer is
+// done, so its intervals are its own.
+//
+// Every GPU wait is bounded by the timeout: event waits poll NCCL's async error and abort the
+// communicator at the deadline; the blocking calls the modes exist to measure
+// (cudaDeviceSynchronize, cudaEventSynchronize) run under a watchdog that aborts the
+// communicator so NCCL's kernels return, and the operation is reported as stuck (exit 5).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "probes/cuda/memory.hpp"
+#include "probes/nccl/communicator.hpp"
+#include "tracing/collective_data.hpp"
+#include "tracing/collectives.hpp"
+#include "tracing/records.hpp"
+#include "tracing/trace_run.hpp"
+
+namespace commtool::tracing {
+
+struct CollectiveSpec {
+  Collective collective = Collective::kAllReduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  bool inplace = false;
+  int root = 0;
+  bool check = true;  // run the check kernel as the consumer; else an empty consumer kernel
+};
+
+class CollectiveRunner {
+ public:
+  // Allocates buffers for the largest size once; nothing is allocated per operation.
+  CollectiveRunner(const nccl::Library& lib, nccl::Communicator& comm, int nranks,
+                   const CollectiveSpec& spec, uint64_t max_bytes,
+                   std::chrono::duration<double> timeout);
+  ~CollectiveRunner();
+  CollectiveRunner(const CollectiveRunner&) = delete;
+  CollectiveRunner& operator=(const CollectiveRunner&) = delete;
+
+  // One isolated operation. `mark` gets the host times (CLOCK_MONOTONIC ns) and the harness's
+  // own completion query; its stream and event ids are the caller's (CUPTI's numbering).
+  OperationSample run(uint64_t bytes, CompletionMode mode, int poll_ms, uint64_t seq,
+                      OperationMark& mark);
+
+  // One --stream-scope sample: the producer sleeps `sleep_ns` on the GPU before making the
+  // input; after the host's wait, stream A waits for the end event and records a marker, and
+  // stream B records a marker with no wait.
+  StreamScopeSample run_scope(uint64_t bytes, CompletionMode mode, int poll_ms, uint64_t seq,
+                              uint64_t sleep_ns);
+
+  cudaStream_t producer_stream() const { return producer_.get(); }
+  cudaStream_t nccl_stream() const { return nccl_.get(); }
+  cudaStream_t consumer_stream() const { return consumer_.get(); }
+  cudaEvent_t input_ready_event() const { return input_ready_.get(); }
+  cudaEvent_t end_event() const { return end_.get(); }
+
+ private:
+  struct Watchdog;
+
+  void enqueue(const BufferLayout& layout);
+  ncclResult_t issue(const BufferLayout& layout);
+  // The host's completion step; returns whether it slept between polls.
+  bool complete(CompletionMode mode, int poll_ms, const std::string& what);
+  // Queues the check on the consumer stream; `ordered`: it already waits on the end event.
+  void consume(const BufferLayout& layout, uint32_t seed, bool ordered);
+  uint64_t finish(const std::string& what);  // waits for the consumer; returns wrong elements
+  std::string describe(uint64_t seq, uint64_t bytes, CompletionMode mode) const;
+
+  const nccl::Library& lib_;
+  nccl::Communicator& comm_;
+  int nranks_;
+  CollectiveSpec spec_;
+  std::chrono::duration<double> timeout_;
+  cuda::DeviceBuffer send_, recv_;
+  cuda::PinnedHostBuffer wrong_;  // mapped: the check kernel counts into host memory
+  cuda::Stream producer_, nccl_, consumer_, other_;
+  cuda::Event input_ready_, start_, end_, consumer_done_, marker_a_, marker_b_;
+  std::unique_ptr<Watchdog> watchdog_;
+};
+
+}  // namespace commtool::tracing

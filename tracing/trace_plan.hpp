@@ -1,0 +1,48 @@
+// The launcher side of `commtool trace`: picks the GPUs, starts one worker per GPU with the
+// "trace" task, and gathers their RankRuns into one TraceRun. Never touches CUDA itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tracing/collective_data.hpp"
+#include "tracing/collectives.hpp"
+#include "tracing/trace_run.hpp"
+
+namespace commtool::tracing {
+
+struct ModeRequest {
+  CompletionMode mode;
+  int poll_ms;  // blocking-wait only
+};
+
+struct TraceRequest {
+  std::string executable = "/proc/self/exe";
+  Collective collective = Collective::kAllReduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  bool inplace = false;
+  int root = 0;
+  bool check = true;
+  std::vector<uint64_t> sizes;
+  std::vector<ModeRequest> modes;
+  int iters = 20;
+  int warmup = 5;
+  bool cupti = true;
+  bool untraced_pass = true;
+  int scope_samples = 0;  // --stream-scope samples per mode; 0: off
+  double scope_sleep_ms = 100;
+  std::vector<int> devices;  // empty: all
+  double timeout_s = 60;
+};
+
+// Throws Error(kEnvironment) when there is no GPU or no NCCL, and the workers' errors (wrong
+// data: kVerification; a stuck collective: kTimeout) with their words.
+TraceRun run_trace(const TraceRequest& request);
+
+// Where commtool's NCCL profiler plugin is: $COMMTOOL_PROFILER_PLUGIN, else beside the
+// executable (the build tree's tracing/ or an installation's lib/commtool/); empty if absent.
+std::string find_profiler_plugin(const std::string& executable);
+
+}  // namespace commtool::tracing
