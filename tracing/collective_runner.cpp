@@ -196,6 +196,16 @@ ncclResult_t CollectiveRunner::issue(const BufferLayout& l) {
   return lib_.group_end();
 }
 
+void CollectiveRunner::produce(const BufferLayout& l, uint32_t seed) {
+  void* input = send_.get();
+  if (spec_.inplace && spec_.collective == Collective::kAllGather) {
+    input = at(send_.get(), comm_.rank() * l.send_elements, spec_.dtype);
+  }
+  launch_fill_input(producer_.get(), input, l.send_elements, spec_.dtype, spec_.op, comm_.rank(),
+                    seed);
+  CUDA_TRY(cudaEventRecord(input_ready_.get(), producer_.get()));
+}
+
 void CollectiveRunner::enqueue(const BufferLayout& l) {
   CUDA_TRY(cudaStreamWaitEvent(nccl_.get(), input_ready_.get(), 0));
   CUDA_TRY(cudaEventRecord(start_.get(), nccl_.get()));
@@ -278,13 +288,7 @@ OperationSample CollectiveRunner::run(uint64_t bytes, CompletionMode mode, int p
   const std::string what = describe(seq, bytes, mode);
   *static_cast<volatile unsigned long long*>(wrong_.get()) = 0;
 
-  void* input = send_.get();
-  if (spec_.inplace && spec_.collective == Collective::kAllGather) {
-    input = at(send_.get(), comm_.rank() * l.send_elements, spec_.dtype);
-  }
-  launch_fill_input(producer_.get(), input, l.send_elements, spec_.dtype, spec_.op, comm_.rank(),
-                    seed);
-  CUDA_TRY(cudaEventRecord(input_ready_.get(), producer_.get()));
+  produce(l, seed);
 
   mark.seq = seq;
   mark.enqueue_start_ns = now_ns();
@@ -319,13 +323,7 @@ StreamScopeSample CollectiveRunner::run_scope(uint64_t bytes, CompletionMode mod
   *static_cast<volatile unsigned long long*>(wrong_.get()) = 0;
 
   launch_gpu_sleep(producer_.get(), sleep_ns);
-  void* input = send_.get();
-  if (spec_.inplace && spec_.collective == Collective::kAllGather) {
-    input = at(send_.get(), comm_.rank() * l.send_elements, spec_.dtype);
-  }
-  launch_fill_input(producer_.get(), input, l.send_elements, spec_.dtype, spec_.op, comm_.rank(),
-                    seed);
-  CUDA_TRY(cudaEventRecord(input_ready_.get(), producer_.get()));
+  produce(l, seed);
   enqueue(l);
 
   StreamScopeSample s;

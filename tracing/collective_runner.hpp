@@ -64,6 +64,8 @@ class CollectiveRunner {
  private:
   struct Watchdog;
 
+  // Writes this operation's input on the producer stream and records input-ready after it.
+  void produce(const BufferLayout& layout, uint32_t seed);
   void enqueue(const BufferLayout& layout);
   ncclResult_t issue(const BufferLayout& layout);
   // The host's completion step; returns whether it slept between polls.
