@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The figures `commtool trace` owes, on the GPU machine, in one go (after building here):
-#  - the bare-loop baseline: untraced trace times beside bench_nccl_bare's at 8 B and 256 MiB;
+#  - the bare-loop baseline: untraced trace times beside bench_nccl_bare's at 8 B and 256 MiB
+#    (the same producer -> NCCL stream -> events structure, without workers, checks or CUPTI);
 #  - tracing's cost: traced/untraced per size;
 #  - the all-reduce table at 1 KiB, 1 MiB, 64 MiB and 256 MiB in every mode (blocking-wait
 #    polling every 10 ms and synchronizing), and --stream-scope over 40 samples at 256 MiB;
@@ -16,10 +17,14 @@ torch_nccl=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl
 # Compare with what PyTorch measured (GPU.md): use PyTorch's own NCCL where it is installed.
 if [[ -z ${COMMTOOL_NCCL_LIBRARY:-} && -e $torch_nccl ]]; then export COMMTOOL_NCCL_LIBRARY=$torch_nccl; fi
 
-run() {  # run NAME ARGS...: the JSON to OUT/NAME.json, the text report to OUT/NAME.txt
+# Saved runs (thousands of records) stay out of OUT_DIR; their reports go in.
+saves=$(mktemp -d)
+trap 'rm -rf "$saves"' EXIT
+
+run() {  # run NAME ARGS...: the JSON to OUT/NAME.json, the saved run's report to OUT/NAME.txt
   local name=$1; shift
-  "$bin" "$@" --json --output "$out/$name.json"
-  "$bin" report "$out/$name.save" > "$out/$name.txt" 2>&1 || true
+  "$bin" "$@" --json --output "$out/$name.json" --save "$saves/$name"
+  "$bin" report "$saves/$name" > "$out/$name.txt"
 }
 
 for b in 8 268435456; do build/tests/bench_nccl_bare $b 200 >> "$out/bare.txt"; done
@@ -27,11 +32,11 @@ for b in 8 268435456; do build/tests/bench_nccl_bare $b 200 >> "$out/bare.txt"; 
   --output "$out/untraced-8.json"
 "$bin" trace allreduce -b 256M -e 256M -n 200 -w 20 --mode sync --no-cupti --json \
   --output "$out/untraced-256M.json"
-run cost trace allreduce -b 8 -e 256M -f 8 -n 50 -w 10 --mode sync --save "$out/cost.save"
+run cost trace allreduce -b 8 -e 256M -f 8 -n 50 -w 10 --mode sync
 run small trace allreduce -b 1K -e 1M -f 1024 -n 20 -w 5 --mode all --poll-ms 10,0 \
-  --save "$out/small.save" --trace "$out/small-trace.json"
+  --trace "$out/small-trace.json"
 run large trace allreduce -b 64M -e 256M -f 4 -n 20 -w 5 --mode all --poll-ms 10,0 \
-  --stream-scope --scope-samples 40 --save "$out/large.save"
+  --stream-scope --scope-samples 40
 build/tests/bench_report 2000000 > "$out/report-speed.txt"
 
 python3 - "$out" <<'PY'
@@ -46,7 +51,7 @@ for size, name in ((8, "untraced-8"), (268435456, "untraced-256M")):
     print(f"  {size:>10} B  bare {float(b[2]):9.2f} [{b[3]}-{b[4]}]  trace {s(row['time_us'])}"
           f"  ratio {row['time_us']['median'] / float(b[2]):.3f}")
 print("== tracing cost (traced/untraced time, host call delta)")
-for row in load("cost")["sizes"]:
+for row in load("cost")["sizes"] + load("small")["sizes"] + load("large")["sizes"]:
     print(f"  {row['bytes']:>10} B  x{row['traced_over_untraced']:.3f}  host call "
           f"{row['host_call_delta_us']:+.2f} us  time {s(row['time_us'])}  busbw {row['busbw_gbps']:.1f}")
 print("== completion split (traced; median [min-max] us)")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU machine owes in one go: the GPU tests, the topo report in every format, a
 # check that the binary built on Debian 12 finds all its libraries there, topo's speed beside
-# `nvidia-smi topo -m`, a sysfs capture and NCCL's own topology dump of the machine. Full logs
+# `nvidia-smi topo -m`, probe's and trace's benchmarks (bench-probe.sh, bench-trace.sh), a
+# sysfs capture and NCCL's own topology dump of the machine. Full logs
 # go to $OUT (or the directory given); a short table is printed last.
 #   scripts/gpu-check.sh [OUT_DIR]          (after building here: cmake --preset release ...)
 set -uo pipefail
@@ -40,6 +41,7 @@ for n in 2 3 4; do
 done
 step memcheck bash -c "COMMTOOL_NO_START_GATE=1 compute-sanitizer --target-processes all --tool memcheck --error-exitcode 9 $bin probe --h2d --latency --size 4MiB --iters 1 --repeats 1 > /dev/null"
 step bench bash -c "scripts/bench-probe.sh /tmp/bench > $out/bench.txt"
+step bench-trace bash -c "scripts/bench-trace.sh $out/trace > $out/bench-trace.txt"
 
 # NCCL's own view, from a one-rank communicator, read back by commtool.
 step nccl-dump env NCCL_TOPO_DUMP_FILE="$out/nccl-topo.xml" NCCL_NVLS_ENABLE=0 python3 -c '

@@ -141,6 +141,8 @@ std::string find_profiler_plugin(const std::string& executable) {
   return "";
 }
 
+namespace {
+
 // Sizes as the collective can have them at n ranks: whole elements, a multiple of n where it
 // splits by rank (nccl-tests rounds down the same way); repeats after rounding dropped.
 std::vector<uint64_t> effective_sizes(const TraceRequest& q, int nranks) {
@@ -161,6 +163,29 @@ std::vector<uint64_t> effective_sizes(const TraceRequest& q, int nranks) {
   return out;
 }
 
+}  // namespace
+
+TraceRequest plan_for(const TraceRequest& request, int nranks) {
+  TraceRequest q = request;
+  if ((q.collective == Collective::kBroadcast || q.collective == Collective::kReduce) &&
+      q.root >= nranks) {
+    throw usage_error(
+        fmt::format("--root {}: must name a rank below {}, the number of GPUs", q.root, nranks));
+  }
+  const bool reduces = q.collective == Collective::kAllReduce ||
+                       q.collective == Collective::kReduce ||
+                       q.collective == Collective::kReduceScatter;
+  if (reduces && q.check && nranks > max_exact_ranks(q.dtype, q.op)) {
+    throw usage_error(fmt::format(
+        "--dtype {} --op {} at {} ranks: the exact result can exceed what {} holds above {} "
+        "ranks, so the output could not be checked; use a wider --dtype",
+        to_string(q.dtype), to_string(q.op), nranks, to_string(q.dtype),
+        max_exact_ranks(q.dtype, q.op)));
+  }
+  q.sizes = effective_sizes(q, nranks);
+  return q;
+}
+
 TraceRun run_trace(const TraceRequest& request) {
   TraceRequest q = request;
   topo::DiscoverOptions discover;
@@ -172,13 +197,7 @@ TraceRun run_trace(const TraceRequest& request) {
   }
   const nccl::Library lib;  // fails here, clearly, when there is no NCCL
   const int nranks = static_cast<int>(topology.gpus.size());
-  if ((q.collective == Collective::kBroadcast || q.collective == Collective::kReduce) &&
-      q.root >= nranks) {
-    throw usage_error(
-        fmt::format("--root {}: must name a rank below {}, the number of GPUs", q.root, nranks));
-  }
-
-  q.sizes = effective_sizes(q, nranks);
+  q = plan_for(q, nranks);
 
   TraceRun run;
   run.meta = meta_from(q, lib, nranks);

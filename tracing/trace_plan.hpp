@@ -37,6 +37,14 @@ struct TraceRequest {
   double timeout_s = 60;
 };
 
+// The request as it can run at `nranks` ranks: sizes in whole elements, a multiple of nranks
+// where the collective splits by rank (nccl-tests rounds down the same way), repeats dropped.
+// Throws Error(kUsage) naming the value when it cannot: a root at or above nranks, a size too
+// small for one element per rank, or a checked reduction whose exact result the type cannot
+// hold at nranks (int8 sums above 18 ranks, say: the check would report NCCL's overflow as
+// wrong data).
+TraceRequest plan_for(const TraceRequest& request, int nranks);
+
 // Throws Error(kEnvironment) when there is no GPU or no NCCL, and the workers' errors (wrong
 // data: kVerification; a stuck collective: kTimeout) with their words.
 TraceRun run_trace(const TraceRequest& request);
