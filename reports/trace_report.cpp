@@ -50,13 +50,19 @@ std::string tracing_cost(const tracing::SizeRow& row) {
   return s;
 }
 
+// The reason NCCL's choice is unknown is the same on every row; the plugin line says it once.
+std::string choice_cell(const std::string& choice) {
+  return choice.starts_with("unknown (") ? "unknown (see NCCL profiler plugin below)" : choice;
+}
+
 std::string sizes_table(const tracing::TraceReport& r) {
   TextTable t({"size", "count", "time us", "algbw GB/s", "busbw GB/s", "#wrong", "NCCL ran",
                "traced/untraced"});
   for (const tracing::SizeRow& row : r.sizes) {
     t.add_row({measure::format_byte_size(row.bytes), std::to_string(row.count), spread(row.time_us),
                fmt::format("{:.2f}", row.algbw_gbps), fmt::format("{:.2f}", row.busbw_gbps),
-               std::to_string(row.wrong_elements), row.nccl_choice, tracing_cost(row)});
+               std::to_string(row.wrong_elements), choice_cell(row.nccl_choice),
+               tracing_cost(row)});
   }
   return fmt::format(
       "Collective (time: CUDA events around the collective on the NCCL stream, {}; median "
