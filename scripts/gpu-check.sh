@@ -78,13 +78,15 @@ cat /tmp/topo-verbose.txt >> "$log" 2>/dev/null
 
 echo
 echo "== gpu-check summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests probe ipc-2 ipc-3 ipc-4 memcheck bench nccl-dump topo-nccl-xml capture topo-capture; do
+for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace nccl-dump topo-nccl-xml capture topo-capture; do
   printf '  %-14s %s\n' "$k" "${result[$k]:-not run}"
 done
 echo
 cat "$out/timing.txt"
 echo
 cat "$out/bench.txt" 2>/dev/null
+echo
+cat "$out/bench-trace.txt" 2>/dev/null
 fails=0
 for v in "${result[@]}"; do [[ $v == ok ]] || fails=1; done
 exit $fails
