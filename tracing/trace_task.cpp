@@ -16,6 +16,7 @@
 #include "probes/workers/worker.hpp"
 #include "tracing/collective_runner.hpp"
 #include "tracing/cupti/cupti_tracer.hpp"
+#include "tracing/nccl_worker.hpp"
 #include "tracing/record_io.hpp"
 
 namespace commtool::tracing {
@@ -82,28 +83,6 @@ void prepare_environment(const TaskOptions& o) {
   if (o.cupti) setenv("NVTX_INJECTION64_PATH", CuptiTracer::library_path().c_str(), 0);
   // GPU.md: multicast stays off on shared machines (it can put GPUs out of service).
   setenv("NCCL_NVLS_ENABLE", "0", 0);
-}
-
-int select_device(const std::string& bus_id) {
-  int device = -1;
-  cudaError_t err = cudaDeviceGetByPCIBusId(&device, bus_id.c_str());
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    throw Error(ExitCode::kEnvironment,
-                fmt::format("GPU {} is not visible to CUDA in the worker: {}", bus_id,
-                            cudaGetErrorString(err)));
-  }
-  CUDA_TRY(cudaSetDevice(device));
-  return device;
-}
-
-ncclUniqueId shared_unique_id(workers::WorkerContext& ctx, const nccl::Library& lib) {
-  ncclUniqueId id{};
-  if (ctx.rank == 0) lib.check(lib.get_unique_id(&id), "ncclGetUniqueId");
-  std::vector<std::string> all =
-      ctx.comm.allgather(std::string(reinterpret_cast<const char*>(&id), sizeof id));
-  std::memcpy(&id, all.at(0).data(), sizeof id);
-  return id;
 }
 
 std::vector<nccl_profiler::CollectiveRecord> read_profiler_records(const std::string& path) {

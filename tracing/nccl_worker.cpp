@@ -1,0 +1,36 @@
+#include "tracing/nccl_worker.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <cstring>
+#include <vector>
+
+#include "probes/cuda/cuda_check.hpp"
+#include "probes/error.hpp"
+
+namespace commtool::tracing {
+
+int select_device(const std::string& bus_id) {
+  int device = -1;
+  cudaError_t err = cudaDeviceGetByPCIBusId(&device, bus_id.c_str());
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(ExitCode::kEnvironment,
+                fmt::format("GPU {} is not visible to CUDA in the worker: {}", bus_id,
+                            cudaGetErrorString(err)));
+  }
+  CUDA_TRY(cudaSetDevice(device));
+  return device;
+}
+
+ncclUniqueId shared_unique_id(workers::WorkerContext& ctx, const nccl::Library& lib) {
+  ncclUniqueId id{};
+  if (ctx.rank == 0) lib.check(lib.get_unique_id(&id), "ncclGetUniqueId");
+  std::vector<std::string> all =
+      ctx.comm.allgather(std::string(reinterpret_cast<const char*>(&id), sizeof id));
+  std::memcpy(&id, all.at(0).data(), sizeof id);
+  return id;
+}
+
+}  // namespace commtool::tracing
