@@ -5,6 +5,7 @@
 #include "probes/bandwidth/probe_tasks.hpp"
 #include "probes/workers/test_tasks.hpp"
 #include "probes/workers/worker.hpp"
+#include "tracing/ep_task.hpp"
 #include "tracing/trace_task.hpp"
 
 int main(int argc, char** argv) {
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
     commtool::workers::register_test_tasks();
     commtool::probe::register_probe_tasks();
     commtool::tracing::register_trace_tasks();
+    commtool::tracing::register_ep_tasks();
     return commtool::workers::worker_main(argc, argv);
   }
   return commtool::cli::run(argc, argv);

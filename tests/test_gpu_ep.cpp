@@ -1,0 +1,67 @@
+// GPU tests of diagnose ep's exchange: grouped ncclSend/ncclRecv with a byte count per peer,
+// run by real worker processes (the commtool binary) on every GPU here. At one rank every
+// exchange is a self-send; odd sizes, empty segments and back-to-back scenarios must all come
+// back verified byte for byte. Timing is printed by the benchmarks, never asserted here.
+#include <gtest/gtest.h>
+
+#include "probes/error.hpp"
+#include "tracing/ep_exchange.hpp"
+#include "tracing/ep_measure.hpp"
+
+using namespace commtool;
+using namespace commtool::tracing;
+
+namespace {
+
+// An n x n matrix of odd, distinct byte counts (no two segments line up by accident).
+ByteMatrix odd_matrix(int n, uint64_t base) {
+  ByteMatrix m(static_cast<size_t>(n), std::vector<uint64_t>(static_cast<size_t>(n)));
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j)
+      m[static_cast<size_t>(i)][static_cast<size_t>(j)] = base + 37 * i + 11 * j;
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST(GpuEp, EveryScenarioAndPhaseRunsVerifiedOnEveryRank) {
+  const int n = ep_rank_count({});
+  EpMeasureRequest q;
+  q.executable = COMMTOOL_BINARY;
+  q.iters = 3;
+  q.warmup = 1;
+  q.timeout_s = 30;
+  ByteMatrix empty(static_cast<size_t>(n), std::vector<uint64_t>(static_cast<size_t>(n), 0));
+  q.scenarios = {{"odd", odd_matrix(n, 12345), odd_matrix(n, 777)},
+                 {"large", odd_matrix(n, 64u << 20), odd_matrix(n, 1)},
+                 {"nothing", empty, odd_matrix(n, 3)}};
+  const EpMeasurement m = run_ep_measurement(q);  // a wrong byte throws kVerification
+  ASSERT_EQ(m.nranks, n);
+  ASSERT_EQ(m.scenarios.size(), 3u);
+  EXPECT_EQ(m.gpus.size(), static_cast<size_t>(n));
+  for (const EpScenarioTimes& s : m.scenarios) {
+    for (const PhaseTimes* p : {&s.dispatch, &s.combine}) {
+      ASSERT_EQ(p->slowest_us.size(), 3u) << s.name;
+      ASSERT_EQ(p->rank_us.size(), static_cast<size_t>(n)) << s.name;
+      for (double us : p->slowest_us)
+        EXPECT_GT(us, 0.0) << s.name;
+    }
+  }
+  // 64 MiB per pair takes longer than a dozen kilobytes: the events time the copies.
+  EXPECT_GT(m.scenarios[1].dispatch.slowest_us[0], m.scenarios[0].dispatch.slowest_us[0]);
+}
+
+TEST(GpuEp, MatrixOfTheWrongShapeIsRefusedBeforeAnyWorkerStarts) {
+  const int n = ep_rank_count({});
+  EpMeasureRequest q;
+  q.executable = COMMTOOL_BINARY;
+  q.scenarios = {{"bad", odd_matrix(n + 1, 8), odd_matrix(n + 1, 8)}};
+  try {
+    run_ep_measurement(q);
+    FAIL() << "a matrix for " << n + 1 << " ranks ran on " << n;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_NE(std::string(e.what()).find("bad dispatch"), std::string::npos) << e.what();
+  }
+}

@@ -1,0 +1,74 @@
+// One rank's side of an expert-parallel exchange (MoE dispatch or combine) as PyTorch's
+// all_to_all_single issues it: one NCCL group of ncclSend/ncclRecv with a byte count per peer.
+// Issued like trace's collectives: a producer stream writes every outgoing segment with a
+// pattern that names sender, receiver, operation and offset; the NCCL stream waits for it and
+// runs the group between two events; the host waits for the end event (bounded by the
+// communicator's deadline); a consumer kernel checks every received byte against the pattern
+// its sender must have written. Nothing is allocated per operation.
+//
+// Sharp edges: every rank must call run() with matching counts (rank r's send_bytes[p] is rank
+// p's recv_bytes[r]) or NCCL waits forever, which the deadline turns into exit 5; at most
+// kMaxExchangeRanks ranks (the segment table travels as a kernel argument).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "probes/cuda/memory.hpp"
+#include "probes/nccl/communicator.hpp"
+
+namespace commtool::tracing {
+
+inline constexpr int kMaxExchangeRanks = 64;
+
+struct ExchangeCounts {
+  std::vector<uint64_t> send_bytes;  // per peer, self included
+  std::vector<uint64_t> recv_bytes;  // per peer, self included
+};
+
+struct ExchangeSample {
+  double time_us = 0;        // CUDA events around the group on the NCCL stream
+  uint64_t wrong_bytes = 0;  // received bytes that differ from the sender's pattern
+};
+
+// The byte a sender writes at `offset` of the segment for `dst` in operation `seed`; the
+// receiver's check recomputes it. Host and device share it (tests check it on the CPU).
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+    inline uint8_t
+    exchange_byte(uint32_t src, uint32_t dst, uint32_t seed, uint64_t offset) {
+  uint32_t h = src * 0x9E3779B1u ^ dst * 0x85EBCA77u ^ seed * 0xC2B2AE3Du ^
+               static_cast<uint32_t>(offset) ^ static_cast<uint32_t>(offset >> 32) * 0x27D4EB2Fu;
+  h ^= h >> 16;
+  h *= 0x7FEB352Du;
+  h ^= h >> 15;
+  h *= 0x846CA68Bu;
+  h ^= h >> 16;
+  return static_cast<uint8_t>(h);
+}
+
+class ExchangeRunner {
+ public:
+  // Buffers for the largest send and receive totals, allocated once.
+  ExchangeRunner(const nccl::Library& lib, nccl::Communicator& comm, int nranks,
+                 uint64_t max_send_bytes, uint64_t max_recv_bytes);
+  ExchangeRunner(const ExchangeRunner&) = delete;
+  ExchangeRunner& operator=(const ExchangeRunner&) = delete;
+
+  // One isolated, checked exchange. `what` names it in a timeout error.
+  ExchangeSample run(const ExchangeCounts& counts, uint32_t seed, const std::string& what);
+
+ private:
+  const nccl::Library& lib_;
+  nccl::Communicator& comm_;
+  int nranks_;
+  cuda::DeviceBuffer send_, recv_;
+  cuda::PinnedHostBuffer wrong_;
+  cuda::Stream producer_, nccl_, consumer_;
+  cuda::Event input_ready_, start_, end_, consumer_done_;
+};
+
+}  // namespace commtool::tracing

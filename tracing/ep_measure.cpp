@@ -1,0 +1,115 @@
+#include "tracing/ep_measure.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "probes/error.hpp"
+#include "probes/nccl/nccl_library.hpp"
+#include "probes/topo/discover.hpp"
+#include "probes/workers/launcher.hpp"
+#include "tracing/ep_task.hpp"
+
+namespace commtool::tracing {
+
+namespace {
+
+using nlohmann::json;
+
+topo::Topology gpus_for(const std::vector<int>& devices) {
+  topo::DiscoverOptions discover;
+  discover.ask_cuda = false;
+  topo::Topology topology = topo::discover(discover);
+  if (!devices.empty()) topo::select_gpus(topology, devices);
+  if (topology.gpus.empty()) {
+    throw Error(ExitCode::kEnvironment,
+                "no NVIDIA GPU found: diagnose ep needs one (see commtool topo)");
+  }
+  return topology;
+}
+
+void require_square(const ByteMatrix& m, int n, const std::string& what) {
+  bool ok = m.size() == static_cast<size_t>(n);
+  for (const auto& row : m)
+    ok = ok && row.size() == static_cast<size_t>(n);
+  if (!ok) throw Error(ExitCode::kUsage, fmt::format("{}: not a {}x{} matrix", what, n, n));
+}
+
+}  // namespace
+
+int ep_rank_count(const std::vector<int>& devices) {
+  return static_cast<int>(gpus_for(devices).gpus.size());
+}
+
+std::vector<double> slowest_per_operation(const std::vector<std::vector<double>>& rank_us) {
+  std::vector<double> out;
+  for (const auto& rank : rank_us) {
+    if (out.size() < rank.size()) out.resize(rank.size(), 0.0);
+    for (size_t i = 0; i < rank.size(); ++i)
+      out[i] = std::max(out[i], rank[i]);
+  }
+  return out;
+}
+
+EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
+  const topo::Topology topology = gpus_for(q.devices);
+  const nccl::Library lib;  // fails here, clearly, when there is no NCCL
+  const int n = static_cast<int>(topology.gpus.size());
+
+  json scenarios = json::array();
+  for (const EpScenario& s : q.scenarios) {
+    require_square(s.dispatch, n, s.name + " dispatch");
+    require_square(s.combine, n, s.name + " combine");
+    scenarios.push_back({{"name", s.name}, {"dispatch", s.dispatch}, {"combine", s.combine}});
+  }
+  json gpus = json::array();
+  std::vector<workers::WorkerSpec> specs;
+  for (int r = 0; r < n; ++r) {
+    const topo::Gpu& g = topology.gpus[static_cast<size_t>(r)];
+    gpus.push_back({{"index", g.index}, {"bus_id", g.bdf}});
+    specs.push_back({r, g.index});
+  }
+  const json task = {{"name", kEpTask},
+                     {"scenarios", scenarios},
+                     {"iters", q.iters},
+                     {"warmup", q.warmup},
+                     {"gpus", gpus}};
+  // Workers pass a barrier before every exchange; NCCL's start-up is the longest gap.
+  const auto progress = std::chrono::duration<double>(q.timeout_s * 3);
+  workers::GroupOutcome outcome = workers::run_workers(q.executable, specs, task, progress);
+  if (outcome.failure) throw Error(outcome.failure->code, outcome.failure->what);
+
+  EpMeasurement m;
+  m.nranks = n;
+  m.nccl_version = lib.version_string();
+  m.nccl_library = lib.path();
+  for (const EpScenario& s : q.scenarios) {
+    EpScenarioTimes t;
+    t.name = s.name;
+    t.dispatch.rank_us.resize(static_cast<size_t>(n));
+    t.combine.rank_us.resize(static_cast<size_t>(n));
+    m.scenarios.push_back(std::move(t));
+  }
+  for (const json& r : outcome.results) {
+    const auto rank = r.at("rank").get<size_t>();
+    m.gpus.push_back(fmt::format("GPU {} ({}, {})", r.at("device").get<int>(),
+                                 r.at("bus_id").get<std::string>(),
+                                 r.at("gpu_name").get<std::string>()));
+    for (const json& times : r.at("times")) {
+      const std::string name = times.at("scenario").get<std::string>();
+      auto it = std::find_if(m.scenarios.begin(), m.scenarios.end(),
+                             [&](const EpScenarioTimes& s) { return s.name == name; });
+      PhaseTimes& phase =
+          times.at("phase").get<std::string>() == "dispatch" ? it->dispatch : it->combine;
+      phase.rank_us.at(rank) = times.at("us").get<std::vector<double>>();
+    }
+  }
+  for (EpScenarioTimes& s : m.scenarios) {
+    s.dispatch.slowest_us = slowest_per_operation(s.dispatch.rank_us);
+    s.combine.slowest_us = slowest_per_operation(s.combine.rank_us);
+  }
+  return m;
+}
+
+}  // namespace commtool::tracing
