@@ -48,8 +48,6 @@ TEST(GpuEp, EveryScenarioAndPhaseRunsVerifiedOnEveryRank) {
         EXPECT_GT(us, 0.0) << s.name;
     }
   }
-  // 64 MiB per pair takes longer than a dozen kilobytes: the events time the copies.
-  EXPECT_GT(m.scenarios[1].dispatch.slowest_us[0], m.scenarios[0].dispatch.slowest_us[0]);
 }
 
 TEST(GpuEp, MatrixOfTheWrongShapeIsRefusedBeforeAnyWorkerStarts) {
