@@ -59,6 +59,7 @@ int run(int argc, char** argv) {
   Runner probe = register_probe(app, global);
   Runner trace = register_trace(app, global);
   Runner report = register_report(app, global);
+  Runner diagnose = register_diagnose(app, global);
 
   try {
     app.parse(argc, argv);
@@ -82,6 +83,7 @@ int run(int argc, char** argv) {
     if (app.got_subcommand("probe")) return probe();
     if (app.got_subcommand("trace")) return trace();
     if (app.got_subcommand("report")) return report();
+    if (app.got_subcommand("diagnose")) return diagnose();
     return static_cast<int>(ExitCode::kUsage);
   } catch (const Error& e) {
     std::cerr << "commtool: " << e.what() << "\n";

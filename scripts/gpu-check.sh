@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything the GPU machine owes in one go: the GPU tests, the topo report in every format, a
 # check that the binary built on Debian 12 finds all its libraries there, topo's speed beside
-# `nvidia-smi topo -m`, probe's and trace's benchmarks (bench-probe.sh, bench-trace.sh), a
+# `nvidia-smi topo -m`, the benchmarks (bench-probe.sh, bench-trace.sh, bench-ep.sh), a
 # sysfs capture and NCCL's own topology dump of the machine. Full logs
 # go to $OUT (or the directory given); a short table is printed last.
 #   scripts/gpu-check.sh [OUT_DIR]          (after building here: cmake --preset release ...)
@@ -42,6 +42,7 @@ done
 step memcheck bash -c "COMMTOOL_NO_START_GATE=1 compute-sanitizer --target-processes all --tool memcheck --error-exitcode 9 $bin probe --h2d --latency --size 4MiB --iters 1 --repeats 1 > /dev/null"
 step bench bash -c "scripts/bench-probe.sh /tmp/bench > $out/bench.txt"
 step bench-trace bash -c "scripts/bench-trace.sh $out/trace > $out/bench-trace.txt"
+step bench-ep bash -c "scripts/bench-ep.sh $out/ep > $out/bench-ep.txt"
 
 # NCCL's own view, from a one-rank communicator, read back by commtool.
 step nccl-dump env NCCL_TOPO_DUMP_FILE="$out/nccl-topo.xml" NCCL_NVLS_ENABLE=0 python3 -c '
@@ -78,7 +79,7 @@ cat /tmp/topo-verbose.txt >> "$log" 2>/dev/null
 
 echo
 echo "== gpu-check summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace nccl-dump topo-nccl-xml capture topo-capture; do
+for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-ep nccl-dump topo-nccl-xml capture topo-capture; do
   printf '  %-14s %s\n' "$k" "${result[$k]:-not run}"
 done
 echo
@@ -87,6 +88,8 @@ echo
 cat "$out/bench.txt" 2>/dev/null
 echo
 cat "$out/bench-trace.txt" 2>/dev/null
+echo
+cat "$out/bench-ep.txt" 2>/dev/null
 fails=0
 for v in "${result[@]}"; do [[ $v == ok ]] || fails=1; done
 exit $fails

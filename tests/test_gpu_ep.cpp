@@ -4,6 +4,10 @@
 // back verified byte for byte. Timing is printed by the benchmarks, never asserted here.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_run.hpp"
 #include "probes/error.hpp"
 #include "tracing/ep_exchange.hpp"
 #include "tracing/ep_measure.hpp"
@@ -61,5 +65,34 @@ TEST(GpuEp, MatrixOfTheWrongShapeIsRefusedBeforeAnyWorkerStarts) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kUsage);
     EXPECT_NE(std::string(e.what()).find("bad dispatch"), std::string::npos) << e.what();
+  }
+}
+
+// What a user runs: the measured run on every GPU here verifies every byte of the routed,
+// uniform and replicated traffic (exit 0, not 4), and its routing is exactly what --dry-run
+// prints for the same rank count.
+TEST(GpuEp, CliMeasuresWhatTheDryRunPlans) {
+  const int n = ep_rank_count({});
+  const std::string args =
+      "diagnose ep --tokens 512 --hidden 1024 --experts 16 --topk 4 --skew zipf:1.2 "
+      "--replicate 2 --json ";
+  const cli_test::CliResult measured = cli_test::run_commtool(args + "-n 3 -w 1", false);
+  ASSERT_EQ(measured.code, 0) << measured.out;
+  const cli_test::CliResult planned =
+      cli_test::run_commtool(args + "--dry-run --ranks " + std::to_string(n), false);
+  ASSERT_EQ(planned.code, 0) << planned.out;
+  const nlohmann::json m = nlohmann::json::parse(measured.out);
+  const nlohmann::json p = nlohmann::json::parse(planned.out);
+  EXPECT_TRUE(m.at("measured").get<bool>());
+  EXPECT_EQ(m.at("dispatch_bytes"), p.at("dispatch_bytes"));
+  EXPECT_EQ(m.at("combine_bytes"), p.at("combine_bytes"));
+  EXPECT_EQ(m.at("metrics"), p.at("metrics"));
+  // Routed and uniform always; replicated only where a second rank can take a replica.
+  ASSERT_EQ(m.at("scenarios").size(), n > 1 ? 3u : 2u) << measured.out;
+  for (const nlohmann::json& s : m.at("scenarios")) {
+    for (const char* phase : {"dispatch", "combine"}) {
+      EXPECT_EQ(s.at(phase).at("time_us").at("n").get<int>(), 3) << s.dump();
+      EXPECT_GT(s.at(phase).at("time_us").at("median").get<double>(), 0.0) << s.dump();
+    }
   }
 }

@@ -3,35 +3,22 @@
 // completion levels say they must, and a saved run re-analysed by `commtool report` gives the
 // same figures. Timing is printed by the benchmarks, never asserted here.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "cli_run.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-struct CliRun {
-  int code = -1;
-  std::string out;  // stdout only: the JSON document
-};
+using CliRun = cli_test::CliResult;  // out: stdout only, the JSON document
 
 CliRun commtool(const std::string& args) {
-  std::string cmd = std::string(COMMTOOL_BINARY) + " " + args;
-  CliRun r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe))
-    r.out.append(buf.data(), n);
-  int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return cli_test::run_commtool(args, false);
 }
 
 struct TempDir {

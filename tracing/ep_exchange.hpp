@@ -18,10 +18,9 @@
 
 #include "probes/cuda/memory.hpp"
 #include "probes/nccl/communicator.hpp"
+#include "tracing/ep_measure.hpp"  // kMaxExchangeRanks
 
 namespace commtool::tracing {
-
-inline constexpr int kMaxExchangeRanks = 64;
 
 struct ExchangeCounts {
   std::vector<uint64_t> send_bytes;  // per peer, self included

@@ -11,6 +11,9 @@
 
 namespace commtool::tracing {
 
+// The most ranks an exchange takes (its segment table travels as a kernel argument).
+inline constexpr int kMaxExchangeRanks = 64;
+
 using ByteMatrix = std::vector<std::vector<uint64_t>>;  // [source rank][destination rank]
 
 struct EpScenario {

@@ -1,0 +1,31 @@
+// Runs the commtool binary as a user does, for the CLI and GPU tests: a child process, its exit
+// status and what it printed.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace cli_test {
+
+struct CliResult {
+  int code = -1;    // the exit status; -1 when it did not exit normally
+  std::string out;  // standard output, and standard error after it when asked
+};
+
+inline CliResult run_commtool(const std::string& args, bool with_stderr) {
+  const std::string cmd = std::string(COMMTOOL_BINARY) + " " + args + (with_stderr ? " 2>&1" : "");
+  CliResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe))
+    r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace cli_test

@@ -1,0 +1,176 @@
+// diagnose ep's figures and diagnosis on hand-made routings and times: what a user reads must
+// follow from the matrices and the measurements exactly.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "reports/ep_report.hpp"
+
+using namespace commtool;
+using namespace commtool::reports;
+using namespace commtool::tracing;
+
+namespace {
+
+// 2 ranks, 4 experts (rank 0 holds 0 and 1, rank 1 holds 2 and 3), top-1, 4 tokens per rank:
+// expert 0 gets 6 of the 8 selections, expert 3 none.
+EpSetup skewed_setup(int replicate) {
+  EpSetup s;
+  s.config.ranks = 2;
+  s.config.tokens_per_rank = 4;
+  s.config.hidden = 512;
+  s.config.experts = 4;
+  s.config.topk = 1;
+  const RoutingCounts counts =
+      parse_routing_counts(R"({"tokens_per_rank": 4, "topk": 1, "counts": [6, 1, 1, 0]})", "t");
+  s.routing = routing_from_counts(counts, 0, 2, 4, 1);
+  s.routing_source = "file t, layer 0";
+  s.placement = contiguous_placement(4, 2);
+  s.placement_source = "contiguous";
+  const TokenBytes bytes = token_bytes(s.config);
+  s.traffic = ep_traffic(dispatch_matrix(s.routing, s.placement), bytes);
+  s.metrics = ep_metrics(s.routing, s.placement, s.traffic);
+  s.replicate = replicate;
+  if (replicate > 0) s.replication = plan_replication(s.routing, s.placement, replicate, bytes);
+  return s;
+}
+
+PhaseTimes times(std::vector<std::vector<double>> rank_us) {
+  PhaseTimes t;
+  t.rank_us = std::move(rank_us);
+  t.slowest_us = slowest_per_operation(t.rank_us);
+  return t;
+}
+
+// Routed dispatch `routed_us` per operation at rank 0 (the busiest), uniform 10 us, replicated
+// `replicated_us`; combine 10 us everywhere.
+EpMeasurement measurement(double routed_us, double replicated_us) {
+  EpMeasurement m;
+  m.nranks = 2;
+  m.gpus = {"GPU 0", "GPU 1"};
+  auto scenario = [](const char* name, double rank0_us) {
+    EpScenarioTimes s;
+    s.name = name;
+    s.dispatch = times({{rank0_us, rank0_us, rank0_us}, {5, 5, 5}});
+    s.combine = times({{10, 10, 10}, {10, 10, 10}});
+    return s;
+  };
+  m.scenarios = {scenario(kRouted, routed_us), scenario(kUniform, 10),
+                 scenario(kReplicated, replicated_us)};
+  return m;
+}
+
+bool has(const std::vector<std::string>& findings, const std::string& text) {
+  return std::any_of(findings.begin(), findings.end(),
+                     [&](const std::string& f) { return f.find(text) != std::string::npos; });
+}
+
+std::string all(const std::vector<std::string>& findings) {
+  std::string out;
+  for (const std::string& f : findings)
+    out += f + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST(EpReport, PhaseFiguresCountBytesBetweenRanksAndTheBottleneck) {
+  // Rank 0 receives 20 from rank 1, rank 1 receives 30 from rank 0; the diagonal stays local.
+  const ByteMatrix m = {{10, 30}, {20, 40}};
+  const PhaseFigures p = phase_figures(m, times({{1, 2, 3}, {4, 1, 1}}));
+  EXPECT_EQ(p.bytes, 100u);
+  EXPECT_EQ(p.moved_bytes, 50u);
+  EXPECT_EQ(p.bottleneck_rank, 1);
+  EXPECT_EQ(p.bottleneck_bytes, 30u);
+  EXPECT_DOUBLE_EQ(p.time_us.median, 3.0);  // slowest per operation: 4, 2, 3
+  EXPECT_DOUBLE_EQ(p.effective_gbps, 50.0 / 3e3);
+  EXPECT_DOUBLE_EQ(p.bottleneck_gbps, 30.0 / 3e3);
+  EXPECT_EQ(p.slowest_rank, 0);  // rank medians 2 and 1
+}
+
+TEST(EpReport, DryRunNamesTheBusiestRankHotAndDeadExpertsAndThePlan) {
+  const EpSetup s = skewed_setup(1);
+  const EpDiagnosis d = diagnose_ep(s, nullptr);
+  EXPECT_TRUE(d.scenarios.empty());
+  // Per selection (a counts file): rank 0 receives 7 of 8, imbalance 7/4 - 1.
+  EXPECT_TRUE(has(d.findings, "rank 0 receives 87.5% of the dispatched tokens")) << all(d.findings);
+  EXPECT_TRUE(has(d.findings, "imbalance 0.75")) << all(d.findings);
+  EXPECT_TRUE(has(d.findings,
+                  "1 hot expert (over 2x the mean expert's 25.00% of selections): "
+                  "0 (75.0%, rank 0)"))
+      << all(d.findings);
+  EXPECT_TRUE(has(d.findings, "1 of 4 experts got no token (dead): 3")) << all(d.findings);
+  EXPECT_TRUE(has(d.findings, "dispatch counted per selection")) << all(d.findings);
+  EXPECT_TRUE(has(d.findings, "expert 0 also on rank 1")) << all(d.findings);
+  EXPECT_TRUE(has(d.findings, "(planned; --dry-run measures nothing)")) << all(d.findings);
+}
+
+TEST(EpReport, MeasuredSkewGivesTheHeadlineWithItsEvidence) {
+  const EpSetup s = skewed_setup(1);
+  const EpMeasurement m = measurement(20, 12);
+  const EpDiagnosis d = diagnose_ep(s, &m);
+  ASSERT_EQ(d.scenarios.size(), 3u);
+  EXPECT_EQ(d.findings.front(),
+            "rank 0 holds expert 0 which gets 75% of selections: dispatch takes 2.00x the uniform "
+            "time (20.0 vs 10.0 us); replicating the top 1 expert brings it to 1.20x");
+  EXPECT_TRUE(has(d.findings, "dispatch: 50% of the time is lost to the skew")) << all(d.findings);
+  // Combine took the uniform time: nothing to blame on the skew there.
+  EXPECT_TRUE(has(d.findings, "combine: the skew costs nothing measurable (1.00x"))
+      << all(d.findings);
+  EXPECT_TRUE(has(d.findings,
+                  "straggler: rank 0 (its dispatch median 20.0 us, the other ranks' "
+                  "median 5.0 us), the rank that receives the most tokens"))
+      << all(d.findings);
+}
+
+TEST(EpReport, UniformTrafficIsMeasuredOnTheUniformMatrix) {
+  const EpSetup s = skewed_setup(0);
+  const EpMeasurement m = measurement(20, 12);
+  const EpDiagnosis d = diagnose_ep(s, &m);
+  const ScenarioFigures& uniform = d.scenarios[1];
+  ASSERT_EQ(uniform.name, kUniform);
+  // The same total, spread over the 4 pairs: half of it crosses between the two ranks.
+  EXPECT_EQ(uniform.dispatch.bytes, matrix_total(s.traffic.dispatch_bytes));
+  EXPECT_EQ(uniform.dispatch.moved_bytes, uniform.dispatch.bytes / 2);
+}
+
+TEST(EpReport, OneRankSaysTheExchangeIsALocalCopy) {
+  EpSetup s;
+  s.config.ranks = 1;
+  s.config.experts = 8;
+  s.config.topk = 2;
+  s.config.tokens_per_rank = 64;
+  s.routing = generate_routing(s.config);
+  s.placement = contiguous_placement(8, 1);
+  s.traffic = ep_traffic(dispatch_matrix(s.routing, s.placement), token_bytes(s.config));
+  s.metrics = ep_metrics(s.routing, s.placement, s.traffic);
+  EpMeasurement m;
+  m.nranks = 1;
+  for (const char* name : {kRouted, kUniform}) {
+    EpScenarioTimes t;
+    t.name = name;
+    t.dispatch = times({{7, 7}});
+    t.combine = times({{6, 6}});
+    m.scenarios.push_back(t);
+  }
+  const EpDiagnosis d = diagnose_ep(s, &m);
+  EXPECT_TRUE(has(d.findings, "one rank: every token stays on it")) << all(d.findings);
+  EXPECT_TRUE(has(d.findings, "say nothing about the links")) << all(d.findings);
+  EXPECT_FALSE(has(d.findings, "uniform time")) << all(d.findings);
+}
+
+TEST(EpReport, JsonAndHeatMapCarryTheMatrix) {
+  const EpSetup s = skewed_setup(1);
+  const EpDiagnosis d = diagnose_ep(s, nullptr);
+  const std::string json = ep_json(s, d, nullptr);
+  EXPECT_NE(json.find("\"schema_version\": 1"), std::string::npos);
+  EXPECT_NE(json.find("\"measured\": false"), std::string::npos);
+  EXPECT_NE(json.find("\"replication\""), std::string::npos);
+  const std::string svg = ep_heat_map_svg(s);
+  size_t cells = 0;
+  for (size_t at = svg.find("class=\"cell\""); at != std::string::npos;
+       at = svg.find("class=\"cell\"", at + 1))
+    ++cells;
+  EXPECT_EQ(cells, 4u);
+  EXPECT_NE(svg.find("src 0 -&gt; dst 0"), std::string::npos);
+}
