@@ -18,8 +18,9 @@ using nlohmann::json;
 using tracing::ByteMatrix;
 
 constexpr double kMiB = 1024.0 * 1024.0;
-// A measured ratio within this of 1 is reported as no measurable difference.
-constexpr double kNoise = 0.05;
+// A measured ratio within this of 1 is reported as no measurable difference: on the H200,
+// identical exchanges measured in turns gave medians 0.91-1.04x apart over 20 operations.
+constexpr double kNoise = 0.10;
 
 std::string mib(uint64_t bytes) {
   return fmt::format("{:.2f}", static_cast<double>(bytes) / kMiB);
