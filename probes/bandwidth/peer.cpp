@@ -7,6 +7,7 @@
 
 #include "probes/bandwidth/pointer_chase.hpp"
 #include "probes/cuda/cuda_check.hpp"
+#include "probes/cuda/ipc_exchange.hpp"
 #include "probes/cuda/kernels.cuh"
 #include "probes/cuda/start_gate.hpp"
 #include "probes/cuda/wait.hpp"
@@ -166,45 +167,6 @@ std::vector<Measurement> probe_p2p_latency(const std::vector<GpuPlacement>& gpus
 
 namespace {
 
-// A buffer exported through CUDA IPC and the peers' buffers opened from their handles.
-class IpcExchange {
- public:
-  IpcExchange(workers::Communicator& comm, void* local) : rank_(comm.rank()) {
-    cudaIpcMemHandle_t handle;
-    CUDA_TRY(cudaIpcGetMemHandle(&handle, local));
-    std::string blob(reinterpret_cast<const char*>(&handle), sizeof handle);
-    std::vector<std::string> all = comm.allgather(blob);
-    peers_.assign(all.size(), nullptr);
-    for (size_t r = 0; r < all.size(); ++r) {
-      if (static_cast<int>(r) == rank_) {
-        peers_[r] = local;
-        continue;
-      }
-      if (all[r].size() != sizeof(cudaIpcMemHandle_t)) {
-        throw Error(ExitCode::kVerification,
-                    fmt::format("rank {}: IPC handle from rank {} has {} bytes, expected {}", rank_,
-                                r, all[r].size(), sizeof(cudaIpcMemHandle_t)));
-      }
-      cudaIpcMemHandle_t peer;
-      std::memcpy(&peer, all[r].data(), sizeof peer);
-      CUDA_TRY(cudaIpcOpenMemHandle(&peers_[r], peer, cudaIpcMemLazyEnablePeerAccess));
-    }
-  }
-  ~IpcExchange() {
-    for (size_t r = 0; r < peers_.size(); ++r) {
-      if (static_cast<int>(r) != rank_ && peers_[r] != nullptr) cudaIpcCloseMemHandle(peers_[r]);
-    }
-  }
-  IpcExchange(const IpcExchange&) = delete;
-  IpcExchange& operator=(const IpcExchange&) = delete;
-
-  void* at(int rank) const { return peers_[static_cast<size_t>(rank)]; }
-
- private:
-  int rank_;
-  std::vector<void*> peers_;
-};
-
 // Flags live on their own 128-byte lines, one slot per rank: slot r of rank k's flag buffer
 // is where rank r signals rank k.
 constexpr size_t kFlagStride = 128;
@@ -260,8 +222,8 @@ std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlaceme
   cuda::DeviceBuffer send(options.bytes), receive(options.bytes);
   cuda::DeviceBuffer flags(kFlagStride * static_cast<size_t>(size));
   CUDA_TRY(cudaMemset(flags.get(), 0, flags.bytes()));
-  IpcExchange receives(comm, receive.get());
-  IpcExchange flag_buffers(comm, flags.get());
+  cuda::IpcExchange receives(comm, receive.get());
+  cuda::IpcExchange flag_buffers(comm, flags.get());
   CopyRunner alone(options.run);
   // Both directions at once: the two writers meet at a barrier before every batch, so their
   // batches overlap; everybody else takes part in those barriers idle.
