@@ -6,6 +6,7 @@
 #include "probes/workers/test_tasks.hpp"
 #include "probes/workers/worker.hpp"
 #include "tracing/ep_task.hpp"
+#include "tracing/ipc_allreduce_task.hpp"
 #include "tracing/trace_task.hpp"
 
 int main(int argc, char** argv) {
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
     commtool::probe::register_probe_tasks();
     commtool::tracing::register_trace_tasks();
     commtool::tracing::register_ep_tasks();
+    commtool::tracing::register_ipc_allreduce_tasks();
     return commtool::workers::worker_main(argc, argv);
   }
   return commtool::cli::run(argc, argv);
