@@ -7,6 +7,7 @@
 
 #include "build_info.hpp"
 #include "cli/commands.hpp"
+#include "cli/size_sweep.hpp"
 #include "probes/error.hpp"
 #include "probes/measure/byte_size.hpp"
 #include "reports/output_file.hpp"
@@ -36,22 +37,6 @@ struct TraceOptions {
   std::string trace_file;
   std::string save_dir;
 };
-
-std::vector<uint64_t> sweep(const TraceOptions& o) {
-  const uint64_t lo = measure::parse_byte_size("--minbytes", o.minbytes);
-  const uint64_t hi = measure::parse_byte_size("--maxbytes", o.maxbytes);
-  if (lo == 0) throw usage_error(fmt::format("--minbytes {}: must be at least 1 byte", o.minbytes));
-  if (lo > hi) {
-    throw usage_error(fmt::format("--minbytes {} is above --maxbytes {}: the sweep would be empty",
-                                  o.minbytes, o.maxbytes));
-  }
-  std::vector<uint64_t> sizes;
-  for (uint64_t b = lo; b <= hi; b *= static_cast<uint64_t>(o.stepfactor)) {
-    sizes.push_back(b);
-    if (sizes.size() > 64) break;
-  }
-  return sizes;
-}
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
@@ -130,7 +115,7 @@ tracing::TraceRequest build_request(const GlobalOptions& global, TraceOptions& o
     throw usage_error(fmt::format("--inplace: {} has no in-place form here; drop --inplace",
                                   tracing::to_string(q.collective)));
   }
-  q.sizes = sweep(o);
+  q.sizes = size_sweep(o.minbytes, o.maxbytes, o.stepfactor);
   q.modes = modes(o);
   q.check = o.check != 0;
   q.cupti = !o.no_cupti;

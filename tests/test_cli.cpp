@@ -466,3 +466,24 @@ TEST(CliDiagnoseEp, MeasuringWithoutAGpuIsExitCode3) {
   EXPECT_EQ(r.code, 3) << r.out;
   EXPECT_TRUE(contains(r.out, "no NVIDIA GPU found")) << r.out;
 }
+
+TEST(CliDiagnoseAllReduce, BadValuesAreUsageErrorsNamingThem) {
+  Result d = run("diagnose allreduce -d float8");
+  EXPECT_EQ(d.code, 2);
+  EXPECT_TRUE(contains(d.out, "--dtype float8: accepted: float, bfloat16, half")) << d.out;
+  Result s = run("diagnose allreduce -b 1M -e 1K");
+  EXPECT_EQ(s.code, 2);
+  EXPECT_TRUE(contains(s.out, "--minbytes 1M is above --maxbytes 1K")) << s.out;
+  EXPECT_EQ(run("diagnose allreduce -f 1").code, 2);
+  EXPECT_EQ(run("diagnose allreduce -n 0").code, 2);
+  Result plot = run("diagnose allreduce --plot /nonexistent-dir/p.svg");
+  EXPECT_EQ(plot.code, 2);
+  EXPECT_TRUE(contains(plot.out, "/nonexistent-dir")) << plot.out;
+}
+
+TEST(CliDiagnoseAllReduce, NoGpuIsExitCode3) {
+  Result r = run("diagnose allreduce -b 1K -e 1K");
+  if (r.code == 0) GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_TRUE(contains(r.out, "no NVIDIA GPU found")) << r.out;
+}

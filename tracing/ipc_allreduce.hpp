@@ -51,6 +51,11 @@ const char* to_string(IpcAlgorithm a);
 // float, bfloat16 and half: what the IPC kernels reduce.
 bool ipc_supports(DataType t);
 
+// Adds to *counter (host-mapped or device) the number of bytes where a and b differ: the
+// check of every timed call against the expected output.
+void launch_count_differences(cudaStream_t stream, const void* a, const void* b, size_t bytes,
+                              unsigned long long* counter);
+
 class IpcAllReduce {
  public:
   // Collective over the worker channel: every rank passes the same max_bytes.

@@ -114,7 +114,142 @@ json run_check(workers::WorkerContext& ctx, const json& task) {
   return {{"rank", ctx.rank}, {"cases", cases}};
 }
 
+json run_time(workers::WorkerContext& ctx, const json& task) {
+  CUDA_TRY(cudaSetDevice(ctx.device));
+  const auto sizes = task.at("sizes").get<std::vector<uint64_t>>();
+  const DataType t = *parse_data_type(task.at("dtype").get<std::string>());
+  const int iters = task.at("iters").get<int>();
+  const int warmup = task.at("warmup").get<int>();
+  const size_t e = type_size(t);
+  uint64_t max_bytes = e;
+  for (uint64_t b : sizes)
+    max_bytes = std::max(max_bytes, b);
+
+  // Only where every pair of ranks can map each other's memory: ranks on one GPU always can.
+  std::string no_peer;
+  for (int d : task.at("devices").get<std::vector<int>>()) {
+    int can = 1;
+    if (d != ctx.device) CUDA_TRY(cudaDeviceCanAccessPeer(&can, ctx.device, d));
+    if (!can && no_peer.empty()) {
+      no_peer = fmt::format("GPU {} cannot access GPU {} (cudaDeviceCanAccessPeer)", ctx.device, d);
+    }
+  }
+  for (const std::string& why : ctx.comm.allgather(no_peer)) {
+    if (!why.empty()) return {{"rank", ctx.rank}, {"not_applicable", why}};
+  }
+
+  IpcAllReduce ar(ctx.comm, max_bytes, ctx.timeout);
+  cuda::DeviceBuffer pristine(max_bytes), in(max_bytes), out(max_bytes), expected(max_bytes);
+  cuda::PinnedHostBuffer wrong(sizeof(unsigned long long), -1);
+  auto* counter = static_cast<unsigned long long*>(wrong.get());
+  cuda::Stream stream;
+  cuda::Event start, end;
+  std::vector<unsigned char> host(max_bytes);
+  const IpcAlgorithm algorithms[] = {IpcAlgorithm::kOneShot, IpcAlgorithm::kTwoShot};
+  json paths = json::array();
+  std::vector<json> per_algorithm(2, json::array());
+  constexpr uint32_t kSeed = 7;
+  for (uint64_t bytes : sizes) {
+    const uint64_t count = bytes / e;
+    for (uint64_t i = 0; i < count; ++i)
+      store(t, ipc_input_value(ctx.rank, i, kSeed), host.data() + i * e);
+    CUDA_TRY(cudaMemcpy(pristine.get(), host.data(), count * e, cudaMemcpyHostToDevice));
+    const std::vector<unsigned char> ref = reference(t, ctx.size, count, kSeed);
+    CUDA_TRY(cudaMemcpy(expected.get(), ref.data(), count * e, cudaMemcpyHostToDevice));
+    std::vector<std::vector<double>> us(2);
+    uint64_t wrong_bytes[2] = {0, 0};
+    for (int i = 0; i < warmup + iters; ++i) {
+      for (int k = 0; k < 2; ++k) {  // the algorithms take turns: drift falls on both
+        *static_cast<volatile unsigned long long*>(counter) = 0;
+        ctx.comm.barrier();
+        // As trace issues NCCL's all-reduce: the input is written on the GPU just before the
+        // call (here a copy of it), so the start event fires when the input is ready, not
+        // while the host is still launching. The output is poisoned: a skipped element shows.
+        CUDA_TRY(cudaMemsetAsync(out.get(), 0xff, count * e, stream.get()));
+        CUDA_TRY(cudaMemcpyAsync(in.get(), pristine.get(), count * e, cudaMemcpyDeviceToDevice,
+                                 stream.get()));
+        CUDA_TRY(cudaEventRecord(start.get(), stream.get()));
+        ar.run(algorithms[k], in.get(), out.get(), count, t, stream.get());
+        CUDA_TRY(cudaEventRecord(end.get(), stream.get()));
+        launch_count_differences(stream.get(), out.get(), expected.get(), count * e, counter);
+        CUDA_TRY(cudaStreamSynchronize(stream.get()));  // the kernel's waits are bounded
+        if (const int peer = ar.timed_out_peer(); peer >= 0) {
+          throw Error(
+              ExitCode::kTimeout,
+              fmt::format("rank {}: {} of {} bytes: rank {} never reached the barrier "
+                          "within {:.1f} s",
+                          ctx.rank, to_string(algorithms[k]), bytes, peer, ctx.timeout.count()));
+        }
+        float ms = 0;
+        CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), end.get()));
+        if (i >= warmup) {
+          us[static_cast<size_t>(k)].push_back(ms * 1e3);
+          wrong_bytes[k] += *static_cast<volatile unsigned long long*>(counter);
+        }
+      }
+    }
+    for (int k = 0; k < 2; ++k) {
+      per_algorithm[static_cast<size_t>(k)].push_back(
+          {{"bytes", count * e}, {"us", us[static_cast<size_t>(k)]}, {"wrong", wrong_bytes[k]}});
+    }
+  }
+  ctx.comm.barrier();  // no rank unmaps a buffer a peer still reads
+  for (int k = 0; k < 2; ++k) {
+    paths.push_back({{"algorithm", to_string(algorithms[k])},
+                     {"sizes", per_algorithm[static_cast<size_t>(k)]}});
+  }
+  return {{"rank", ctx.rank}, {"paths", paths}};
+}
+
+std::vector<workers::WorkerSpec> specs_for(const std::vector<int>& devices) {
+  std::vector<workers::WorkerSpec> specs;
+  for (size_t r = 0; r < devices.size(); ++r)
+    specs.push_back({static_cast<int>(r), devices[r]});
+  return specs;
+}
+
 }  // namespace
+
+std::vector<IpcTimedPath> time_ipc_allreduce(const IpcTimeRequest& q) {
+  const json task = {{"name", kIpcTimeTask},        {"sizes", q.sizes}, {"devices", q.devices},
+                     {"dtype", to_string(q.dtype)}, {"iters", q.iters}, {"warmup", q.warmup}};
+  workers::GroupOutcome outcome = workers::run_workers(q.executable, specs_for(q.devices), task,
+                                                       std::chrono::duration<double>(q.timeout_s));
+  if (outcome.failure) throw Error(outcome.failure->code, outcome.failure->what);
+  std::vector<IpcTimedPath> out;
+  for (const json& r : outcome.results) {
+    if (r.contains("not_applicable")) {
+      throw Error(ExitCode::kEnvironment, r.at("not_applicable").get<std::string>());
+    }
+    const json& paths = r.at("paths");
+    if (out.empty()) {
+      for (const json& p : paths) {
+        IpcTimedPath path;
+        path.algorithm = p.at("algorithm") == to_string(IpcAlgorithm::kOneShot)
+                             ? IpcAlgorithm::kOneShot
+                             : IpcAlgorithm::kTwoShot;
+        for (const json& s : p.at("sizes")) {
+          IpcTimedSize size;
+          size.bytes = s.at("bytes").get<uint64_t>();
+          path.sizes.push_back(size);
+        }
+        out.push_back(std::move(path));
+      }
+    }
+    for (size_t k = 0; k < paths.size(); ++k) {
+      const json& sizes = paths[k].at("sizes");
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        IpcTimedSize& s = out[k].sizes[i];
+        const auto us = sizes[i].at("us").get<std::vector<double>>();
+        if (s.slowest_us.size() < us.size()) s.slowest_us.resize(us.size(), 0.0);
+        for (size_t j = 0; j < us.size(); ++j)
+          s.slowest_us[j] = std::max(s.slowest_us[j], us[j]);
+        s.wrong_bytes += sizes[i].at("wrong").get<uint64_t>();
+      }
+    }
+  }
+  return out;
+}
 
 double ipc_input_value(int rank, uint64_t index, uint32_t seed) {
   uint64_t h = (index + 1) * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(rank) << 40) ^
@@ -128,19 +263,17 @@ double ipc_input_value(int rank, uint64_t index, uint32_t seed) {
 
 void register_ipc_allreduce_tasks() {
   workers::register_task(kIpcCheckTask, run_check);
+  workers::register_task(kIpcTimeTask, run_time);
 }
 
 std::vector<IpcCheckCase> check_ipc_allreduce(const IpcCheckRequest& q) {
-  std::vector<workers::WorkerSpec> specs;
-  for (size_t r = 0; r < q.devices.size(); ++r)
-    specs.push_back({static_cast<int>(r), q.devices[r]});
   json dtypes = json::array();
   for (DataType t : q.dtypes)
     dtypes.push_back(to_string(t));
   const json task = {
       {"name", kIpcCheckTask}, {"counts", q.counts}, {"dtypes", dtypes}, {"repeats", q.repeats}};
-  workers::GroupOutcome outcome =
-      workers::run_workers(q.executable, specs, task, std::chrono::duration<double>(q.timeout_s));
+  workers::GroupOutcome outcome = workers::run_workers(q.executable, specs_for(q.devices), task,
+                                                       std::chrono::duration<double>(q.timeout_s));
   if (outcome.failure) throw Error(outcome.failure->code, outcome.failure->what);
   std::vector<IpcCheckCase> out;
   for (const json& r : outcome.results) {

@@ -40,6 +40,36 @@ struct IpcCheckRequest {
   double timeout_s = 30;
 };
 
+inline constexpr const char* kIpcTimeTask = "ipc-allreduce-time";
+
+// Timing for `diagnose allreduce`: per size, warm-up then measured calls of both algorithms in
+// turns, each timed with CUDA events around the launch and its output compared on the GPU with
+// the expected one (computed once per size on the host).
+struct IpcTimeRequest {
+  std::string executable = "/proc/self/exe";
+  std::vector<int> devices;  // CUDA ordinal per rank
+  std::vector<uint64_t> sizes;  // bytes per rank
+  DataType dtype = DataType::kFloat32;
+  int iters = 20;
+  int warmup = 5;
+  double timeout_s = 60;
+};
+
+struct IpcTimedSize {
+  uint64_t bytes = 0;
+  std::vector<double> slowest_us;  // per measured call: its slowest rank's time
+  uint64_t wrong_bytes = 0;        // over every call and rank
+};
+
+struct IpcTimedPath {
+  IpcAlgorithm algorithm;
+  std::vector<IpcTimedSize> sizes;
+};
+
+// Throws Error(kEnvironment) naming the pair when two ranks' GPUs have no P2P: the IPC paths
+// are not an option there.
+std::vector<IpcTimedPath> time_ipc_allreduce(const IpcTimeRequest& request);
+
 // Runs the check on one worker per entry of `devices`. Throws the workers' errors (a stuck
 // barrier: kTimeout naming the rank that never came).
 std::vector<IpcCheckCase> check_ipc_allreduce(const IpcCheckRequest& request);
