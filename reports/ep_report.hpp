@@ -33,14 +33,14 @@ inline constexpr const char* kUniform = "uniform";
 inline constexpr const char* kReplicated = "replicated";
 
 struct PhaseFigures {
-  measure::Summary time_us;      // per operation at its slowest rank
-  uint64_t bytes = 0;            // every byte of the matrix, self-copies included
-  uint64_t moved_bytes = 0;      // between ranks (the diagonal is a local copy)
-  double effective_gbps = 0;     // moved_bytes / median time
+  measure::Summary time_us;       // per operation at its slowest rank
+  uint64_t bytes = 0;             // every byte of the matrix, self-copies included
+  uint64_t moved_bytes = 0;       // between ranks (the diagonal is a local copy)
+  double effective_gbps = 0;      // moved_bytes / median time
   uint64_t bottleneck_bytes = 0;  // the most any rank receives from other ranks
   int bottleneck_rank = 0;
-  double bottleneck_gbps = 0;  // bottleneck_bytes / median time: nccl-tests' alltoall busbw
-                               // when the exchange is uniform
+  double bottleneck_gbps = 0;          // bottleneck_bytes / median time: nccl-tests' alltoall busbw
+                                       // when the exchange is uniform
   std::vector<double> rank_median_us;  // each rank's own median
   int slowest_rank = 0;                // the largest of those
 };

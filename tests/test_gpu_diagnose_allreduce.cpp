@@ -23,9 +23,9 @@ TEST(GpuDiagnoseAllReduce, EveryPathRunsVerifiedAndTheReportNamesThem) {
       EXPECT_EQ(p.at("time_us").at("n"), 3) << p.dump();
     }
   }
-  for (const char* name : {"NCCL default", "NCCL Ring/LL", "NCCL Ring/LL128", "NCCL Ring/Simple",
-                           "NCCL Tree/LL", "NCCL Tree/LL128", "NCCL Tree/Simple", "IPC one-shot",
-                           "IPC two-shot"}) {
+  for (const char* name :
+       {"NCCL default", "NCCL Ring/LL", "NCCL Ring/LL128", "NCCL Ring/Simple", "NCCL Tree/LL",
+        "NCCL Tree/LL128", "NCCL Tree/Simple", "IPC one-shot", "IPC two-shot"}) {
     EXPECT_EQ(names.count(name), 1u) << name;
   }
   EXPECT_FALSE(doc.at("recommendation").empty());

@@ -171,7 +171,7 @@ __global__ void count_differences(const unsigned char* a, const unsigned char* b
 void launch_count_differences(cudaStream_t stream, const void* a, const void* b, size_t bytes,
                               unsigned long long* counter) {
   count_differences<<<264, 256, 0, stream>>>(static_cast<const unsigned char*>(a),
-                                              static_cast<const unsigned char*>(b), bytes, counter);
+                                             static_cast<const unsigned char*>(b), bytes, counter);
   CUDA_TRY(cudaGetLastError());
 }
 

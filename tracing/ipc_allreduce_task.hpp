@@ -47,7 +47,7 @@ inline constexpr const char* kIpcTimeTask = "ipc-allreduce-time";
 // the expected one (computed once per size on the host).
 struct IpcTimeRequest {
   std::string executable = "/proc/self/exe";
-  std::vector<int> devices;  // CUDA ordinal per rank
+  std::vector<int> devices;     // CUDA ordinal per rank
   std::vector<uint64_t> sizes;  // bytes per rank
   DataType dtype = DataType::kFloat32;
   int iters = 20;
