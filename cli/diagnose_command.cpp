@@ -317,22 +317,6 @@ std::vector<reports::AllReducePath> ipc_paths(const GlobalOptions& global,
   return out;
 }
 
-// The largest relative difference of two runs' medians at any size both measured.
-double run_to_run_drift(const reports::AllReducePath& a, const reports::AllReducePath& b) {
-  double drift = 0;
-  for (const reports::AllReducePoint& p : a.points) {
-    for (const reports::AllReducePoint& q : b.points) {
-      if (p.bytes != q.bytes || p.status != reports::AllReducePointStatus::kOk ||
-          q.status != reports::AllReducePointStatus::kOk) {
-        continue;
-      }
-      const double lo = std::min(p.time_us.median, q.time_us.median);
-      if (lo > 0) drift = std::max(drift, std::abs(p.time_us.median - q.time_us.median) / lo);
-    }
-  }
-  return drift;
-}
-
 std::string allreduce_plot(const reports::AllReduceSweep& sweep) {
   reports::LinePlot plot;
   plot.title = fmt::format("all-reduce of {} at {} rank(s): time per call (median)", sweep.dtype,
@@ -394,7 +378,7 @@ int run_allreduce(const GlobalOptions& global, const AllReduceOptions& o) {
   // that drift; differences below it are ties.
   const reports::AllReducePath again = nccl_path(global, o, *t, sizes, "", "", notes);
   reports::AllReduceDiagnosisOptions options;
-  const double drift = run_to_run_drift(sweep.paths.front(), again);
+  const double drift = reports::run_to_run_drift(sweep.paths.front(), again);
   // Not capped low: on the H200 at one rank the two runs of the default differed by up to 72%
   // at small sizes, and a 1.3x "win" inside such drift would be a false claim.
   options.tie_tolerance = std::clamp(drift, options.tie_tolerance, 0.95);

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
@@ -449,6 +450,17 @@ const char* to_string(SizeOutcome o) {
       return "no-valid-path";
   }
   return "?";
+}
+
+double run_to_run_drift(const AllReducePath& a, const AllReducePath& b) {
+  double drift = 0;
+  for (const AllReducePoint& p : a.points) {
+    const AllReducePoint* q = valid_point(b, p.bytes);
+    if (p.status != AllReducePointStatus::kOk || q == nullptr) continue;
+    const double lo = std::min(p.time_us.median, q->time_us.median);
+    if (lo > 0) drift = std::max(drift, std::abs(p.time_us.median - q->time_us.median) / lo);
+  }
+  return drift;
 }
 
 AllReduceDiagnosis diagnose_allreduce(const AllReduceSweep& sweep,

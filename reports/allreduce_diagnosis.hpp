@@ -119,6 +119,12 @@ struct AllReduceDiagnosis {
   std::vector<std::string> exclusions;      // failed verification, refused, not applicable
 };
 
+// The largest relative difference, |a - b| / min(a, b), of two runs' medians of one path at any
+// size both measured validly: the drift between runs in separate processes, which NCCL's
+// forced settings need (NCCL reads NCCL_ALGO/NCCL_PROTO once per process). 0 with no common
+// size.
+double run_to_run_drift(const AllReducePath& a, const AllReducePath& b);
+
 // Throws usage_error for a tie_tolerance outside [0, 1), two paths marked NCCL's default, two
 // points of one path at the same size, or an ok point without samples.
 AllReduceDiagnosis diagnose_allreduce(const AllReduceSweep& sweep,

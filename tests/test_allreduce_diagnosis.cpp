@@ -387,3 +387,16 @@ TEST(AllReduceJson, CarriesVerdictsCrossoversAndSentences) {
 }
 
 }  // namespace
+
+TEST(AllReduceDiagnosis, RunToRunDriftIsTheLargestRelativeGapAtACommonValidSize) {
+  // 1 KiB: 10 vs 12 (20%); 1 MiB: 100 vs 90 (11%); 4 MiB only in the first run; 8 MiB failed
+  // in the second run, so its 50% gap does not count.
+  const AllReducePath first =
+      nccl_default({ok(1024, 10), ok(1 << 20, 100), ok(4 << 20, 300), ok(8 << 20, 400)});
+  const AllReducePath again =
+      nccl_default({ok(1024, 12), ok(1 << 20, 90),
+                    bad(8 << 20, AllReducePointStatus::kFailedVerification, "2 wrong")});
+  EXPECT_DOUBLE_EQ(run_to_run_drift(first, again), 0.2);
+  EXPECT_DOUBLE_EQ(run_to_run_drift(again, first), 0.2);
+  EXPECT_DOUBLE_EQ(run_to_run_drift(first, nccl_default({})), 0.0);
+}

@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 
 #include "probes/cuda/cuda_check.hpp"
+#include "probes/cuda/global_timer.cuh"
 #include "tracing/collective_data.hpp"
 #include "tracing/collective_values.cuh"
 
@@ -18,11 +19,7 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kBlocksPerSm = 4;
 
-__device__ inline uint64_t global_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using cuda::global_ns;
 
 // Small integers convert exactly to and from every type; 16-bit floats need the intrinsics.
 template <typename T>

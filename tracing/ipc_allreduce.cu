@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "probes/cuda/cuda_check.hpp"
+#include "probes/cuda/global_timer.cuh"
 #include "probes/error.hpp"
 #include "tracing/ipc_allreduce.hpp"
 #include "tracing/ipc_allreduce_plan.hpp"
@@ -41,11 +42,7 @@ __device__ inline T* data(char* buffer) {
   return reinterpret_cast<T*>(buffer + kFlagBytes);
 }
 
-__device__ inline uint64_t global_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using cuda::global_ns;
 
 template <typename T>
 __device__ inline float to_float(T x) {

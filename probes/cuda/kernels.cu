@@ -1,15 +1,10 @@
+#include "probes/cuda/global_timer.cuh"
 #include "probes/cuda/kernels.cuh"
 #include "probes/cuda/pattern.hpp"
 
 namespace commtool::cuda {
 
 namespace {
-
-__device__ inline uint64_t global_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 __device__ inline int load_acquire_sys(const int* p) {
   int v;
