@@ -374,10 +374,11 @@ std::string ep_text(const EpSetup& s, const EpDiagnosis& d,
                    mib(l.dispatch_bytes_received), mib(l.combine_bytes_sent),
                    mib(l.combine_bytes_received)});
   }
-  out += fmt::format(
-      "\nRanks (tokens: dispatch copies, a token counted once per destination rank; bytes as "
-      "sent, self included)\n{}",
-      ranks.render());
+  out += fmt::format("\nRanks (tokens: dispatch copies, {}; MiB as sent, self included)\n{}",
+                     s.metrics.dispatch_per_selection
+                         ? "one per selection (the routing file has no per-token choices)"
+                         : "a token counted once per destination rank",
+                     ranks.render());
 
   // Every expert when there are few; else the busiest ones (--json has them all).
   std::vector<tracing::ExpertLoad> experts = s.metrics.experts;

@@ -487,3 +487,13 @@ TEST(CliDiagnoseAllReduce, NoGpuIsExitCode3) {
   EXPECT_EQ(r.code, 3) << r.out;
   EXPECT_TRUE(contains(r.out, "no NVIDIA GPU found")) << r.out;
 }
+
+TEST(CliDiagnoseEp, RanksTableSaysHowTokensWereCounted) {
+  Result file = run("diagnose ep --dry-run --ranks 4 --routing " + ep_fixture("counts.json"));
+  ASSERT_EQ(file.code, 0) << file.out;
+  EXPECT_TRUE(contains(file.out, "dispatch copies, one per selection")) << file.out;
+  Result generated = run("diagnose ep --dry-run --ranks 4 --experts 16 --topk 2");
+  ASSERT_EQ(generated.code, 0) << generated.out;
+  EXPECT_TRUE(contains(generated.out, "a token counted once per destination rank"))
+      << generated.out;
+}
