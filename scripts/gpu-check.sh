@@ -43,6 +43,8 @@ step memcheck bash -c "COMMTOOL_NO_START_GATE=1 compute-sanitizer --target-proce
 step bench bash -c "scripts/bench-probe.sh /tmp/bench > $out/bench.txt"
 step bench-trace bash -c "scripts/bench-trace.sh $out/trace > $out/bench-trace.txt"
 step bench-ep bash -c "scripts/bench-ep.sh $out/ep > $out/bench-ep.txt"
+step diagnose-allreduce "$bin" diagnose allreduce --plot "$out/allreduce.svg" --output "$out/allreduce.txt"
+step ipc-sanitizers bash -c "for tool in memcheck racecheck synccheck; do COMMTOOL_NO_START_GATE=1 compute-sanitizer --target-processes all --tool \$tool --error-exitcode 9 build/tests/gpu_tests --gtest_filter=GpuIpcAllReduce.TwoProcessesOnOneGpu || exit 1; done"
 
 # NCCL's own view, from a one-rank communicator, read back by commtool.
 step nccl-dump env NCCL_TOPO_DUMP_FILE="$out/nccl-topo.xml" NCCL_NVLS_ENABLE=0 python3 -c '
@@ -79,7 +81,7 @@ cat /tmp/topo-verbose.txt >> "$log" 2>/dev/null
 
 echo
 echo "== gpu-check summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-ep nccl-dump topo-nccl-xml capture topo-capture; do
+for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-ep diagnose-allreduce ipc-sanitizers nccl-dump topo-nccl-xml capture topo-capture; do
   printf '  %-14s %s\n' "$k" "${result[$k]:-not run}"
 done
 echo
