@@ -158,8 +158,9 @@ struct AllReduceOptions {
   std::string plot_file;
 };
 
-// One NCCL_ALGO/NCCL_PROTO setting for the workers of one run, the user's own values put back
-// afterwards. NCCL reads these once per process, so every setting gets fresh workers.
+// One NCCL_ALGO/NCCL_PROTO setting for the workers of one run (none for NCCL's default, even
+// when the user's environment sets them), the user's own values put back afterwards. NCCL reads
+// these once per process, so every setting gets fresh workers.
 class NcclSetting {
  public:
   NcclSetting(const std::string& algo, const std::string& proto)
@@ -179,8 +180,13 @@ class NcclSetting {
     const char* v = std::getenv(name);
     return v ? std::optional<std::string>(v) : std::nullopt;
   }
+  // Empty: NCCL chooses for itself, whatever the user's environment says.
   static void set(const char* name, const std::string& value) {
-    if (!value.empty()) setenv(name, value.c_str(), 1);
+    if (value.empty()) {
+      unsetenv(name);
+    } else {
+      setenv(name, value.c_str(), 1);
+    }
   }
   static void restore(const char* name, const std::optional<std::string>& v) {
     if (v) {
