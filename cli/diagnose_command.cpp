@@ -356,14 +356,8 @@ int run_allreduce(const GlobalOptions& global, const AllReduceOptions& o) {
                     "types of trace, for NCCL only)",
                     o.dtype));
   }
-  topo::DiscoverOptions discover;
-  discover.ask_cuda = false;  // the launcher never initialises CUDA; workers do
-  topo::Topology topology = topo::discover(discover);
-  if (!global.device_indices.empty()) topo::select_gpus(topology, global.device_indices);
-  if (topology.gpus.empty()) {
-    throw Error(ExitCode::kEnvironment,
-                "no NVIDIA GPU found: diagnose allreduce needs one (see commtool topo)");
-  }
+  const topo::Topology topology =
+      topo::discover_for_launcher(global.device_indices, "diagnose allreduce");
   std::vector<int> devices;
   for (const topo::Gpu& g : topology.gpus)
     devices.push_back(g.index);

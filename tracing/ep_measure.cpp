@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probes/error.hpp"
+#include "probes/measure/statistics.hpp"
 #include "probes/nccl/nccl_library.hpp"
 #include "probes/topo/discover.hpp"
 #include "probes/workers/launcher.hpp"
@@ -18,15 +19,7 @@ namespace {
 using nlohmann::json;
 
 topo::Topology gpus_for(const std::vector<int>& devices) {
-  topo::DiscoverOptions discover;
-  discover.ask_cuda = false;
-  topo::Topology topology = topo::discover(discover);
-  if (!devices.empty()) topo::select_gpus(topology, devices);
-  if (topology.gpus.empty()) {
-    throw Error(ExitCode::kEnvironment,
-                "no NVIDIA GPU found: diagnose ep needs one (see commtool topo)");
-  }
-  return topology;
+  return topo::discover_for_launcher(devices, "diagnose ep");
 }
 
 void require_square(const ByteMatrix& m, int n, const std::string& what) {
@@ -40,16 +33,6 @@ void require_square(const ByteMatrix& m, int n, const std::string& what) {
 
 int ep_rank_count(const std::vector<int>& devices) {
   return static_cast<int>(gpus_for(devices).gpus.size());
-}
-
-std::vector<double> slowest_per_operation(const std::vector<std::vector<double>>& rank_us) {
-  std::vector<double> out;
-  for (const auto& rank : rank_us) {
-    if (out.size() < rank.size()) out.resize(rank.size(), 0.0);
-    for (size_t i = 0; i < rank.size(); ++i)
-      out[i] = std::max(out[i], rank[i]);
-  }
-  return out;
 }
 
 EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
@@ -106,8 +89,8 @@ EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
     }
   }
   for (EpScenarioTimes& s : m.scenarios) {
-    s.dispatch.slowest_us = slowest_per_operation(s.dispatch.rank_us);
-    s.combine.slowest_us = slowest_per_operation(s.combine.rank_us);
+    s.dispatch.slowest_us = measure::slowest_per_operation(s.dispatch.rank_us);
+    s.combine.slowest_us = measure::slowest_per_operation(s.combine.rank_us);
   }
   return m;
 }

@@ -188,13 +188,7 @@ TraceRequest plan_for(const TraceRequest& request, int nranks) {
 
 TraceRun run_trace(const TraceRequest& request) {
   TraceRequest q = request;
-  topo::DiscoverOptions discover;
-  discover.ask_cuda = false;
-  topo::Topology topology = topo::discover(discover);
-  if (!q.devices.empty()) topo::select_gpus(topology, q.devices);
-  if (topology.gpus.empty()) {
-    throw Error(ExitCode::kEnvironment, "no NVIDIA GPU found: trace needs one (see commtool topo)");
-  }
+  const topo::Topology topology = topo::discover_for_launcher(q.devices, "trace");
   const nccl::Library lib;  // fails here, clearly, when there is no NCCL
   const int nranks = static_cast<int>(topology.gpus.size());
   q = plan_for(q, nranks);

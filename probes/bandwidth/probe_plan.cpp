@@ -89,15 +89,9 @@ void set_expectations(const topo::Topology& topo, const topo::Analysis& analysis
 ProbeReport run_probes(const ProbeRequest& request) {
   ProbeReport report;
   report.request = request;
-  topo::DiscoverOptions discover;
-  discover.ask_cuda = false;
-  report.topology = topo::discover(discover);
-  if (!request.devices.empty()) topo::select_gpus(report.topology, request.devices);
+  report.topology = topo::discover_for_launcher(request.devices, "probe");
   report.analysis = topo::analyze(report.topology);
   const auto& gpus = report.topology.gpus;
-  if (gpus.empty()) {
-    throw Error(ExitCode::kEnvironment, "no NVIDIA GPU found: probe needs one (see commtool topo)");
-  }
   const bool all = !(request.h2d || request.p2p || request.ipc || request.latency);
   const bool several = gpus.size() > 1 || request.ipc_placement.size() > 1;
   bool do_p2p = (all || request.p2p) && gpus.size() > 1;

@@ -65,6 +65,18 @@ Topology discover(const DiscoverOptions& options) {
   return t;
 }
 
+Topology discover_for_launcher(const std::vector<int>& devices, const std::string& command) {
+  DiscoverOptions options;
+  options.ask_cuda = false;
+  Topology topology = discover(options);
+  if (!devices.empty()) select_gpus(topology, devices);
+  if (topology.gpus.empty()) {
+    throw Error(ExitCode::kEnvironment,
+                fmt::format("no NVIDIA GPU found: {} needs one (see commtool topo)", command));
+  }
+  return topology;
+}
+
 void select_gpus(Topology& topo, const std::vector<int>& indices) {
   for (int i : indices) {
     bool present =

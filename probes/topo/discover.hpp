@@ -27,4 +27,10 @@ Topology discover(const DiscoverOptions& options);
 // topology lacks is bad input.
 void select_gpus(Topology& topo, const std::vector<int>& indices);
 
+// What a launcher (probe, trace, diagnose) starts from: the machine discovered without
+// initialising CUDA in this process (its workers do the CUDA work and can be killed), the GPUs
+// of `devices` kept (empty: all). Throws Error(kEnvironment) naming `command` when no GPU is
+// left: "no NVIDIA GPU found: <command> needs one".
+Topology discover_for_launcher(const std::vector<int>& devices, const std::string& command);
+
 }  // namespace commtool::topo
