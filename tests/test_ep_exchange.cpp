@@ -1,12 +1,10 @@
-// The pure parts of diagnose ep's exchange: the byte pattern a receiver checks (it must tell
-// sender, receiver, operation and offset apart, or a misrouted segment would pass) and the
-// slowest-rank reduction of per-rank times.
+// The pure part of diagnose ep's exchange: the byte pattern a receiver checks (it must tell
+// sender, receiver, operation and offset apart, or a misrouted segment would pass).
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "tracing/ep_exchange.hpp"
-#include "tracing/ep_measure.hpp"
 
 using namespace commtool::tracing;
 
@@ -45,10 +43,4 @@ TEST(EpExchange, OffsetsBeyondFourGiBAreNotAliasedToLowOnes) {
   for (uint64_t i = 0; i < 4096; ++i)
     same += exchange_byte(0, 1, 2, i) == exchange_byte(0, 1, 2, i + (uint64_t{1} << 32));
   EXPECT_LT(same, 64);
-}
-
-TEST(EpMeasure, SlowestRankPerOperation) {
-  EXPECT_EQ(slowest_per_operation({{1, 9, 3}, {4, 2, 3}, {0, 0, 5}}),
-            (std::vector<double>{4, 9, 5}));
-  EXPECT_TRUE(slowest_per_operation({}).empty());
 }

@@ -38,7 +38,7 @@ EpSetup skewed_setup(int replicate) {
 PhaseTimes times(std::vector<std::vector<double>> rank_us) {
   PhaseTimes t;
   t.rank_us = std::move(rank_us);
-  t.slowest_us = slowest_per_operation(t.rank_us);
+  t.slowest_us = commtool::measure::slowest_per_operation(t.rank_us);
   return t;
 }
 

@@ -103,3 +103,9 @@ TEST(PointerChase, ChainIsOneCycleThroughEverySlot) {
   EXPECT_EQ(at, 0u);  // back at the start after visiting every slot once
   EXPECT_EQ(commtool::probe::follow_chain(chain, static_cast<int>(kEntries)), 0u);
 }
+
+TEST(Statistics, SlowestRankPerOperation) {
+  EXPECT_EQ(slowest_per_operation({{1, 9, 3}, {4, 2, 3}, {0, 0, 5}}),
+            (std::vector<double>{4, 9, 5}));
+  EXPECT_TRUE(slowest_per_operation({}).empty());
+}

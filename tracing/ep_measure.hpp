@@ -56,7 +56,4 @@ int ep_rank_count(const std::vector<int>& devices);
 // stuck exchange (kTimeout), no GPU or NCCL (kEnvironment).
 EpMeasurement run_ep_measurement(const EpMeasureRequest& request);
 
-// Slowest-rank times per operation from each rank's own (pure; exposed for tests).
-std::vector<double> slowest_per_operation(const std::vector<std::vector<double>>& rank_us);
-
 }  // namespace commtool::tracing

@@ -11,6 +11,7 @@
 #include "probes/cuda/cuda_check.hpp"
 #include "probes/cuda/memory.hpp"
 #include "probes/error.hpp"
+#include "probes/measure/statistics.hpp"
 #include "probes/workers/launcher.hpp"
 #include "probes/workers/worker.hpp"
 
@@ -201,6 +202,11 @@ json run_time(workers::WorkerContext& ctx, const json& task) {
   return {{"rank", ctx.rank}, {"paths", paths}};
 }
 
+IpcAlgorithm algorithm_named(const json& name) {
+  return name == to_string(IpcAlgorithm::kOneShot) ? IpcAlgorithm::kOneShot
+                                                   : IpcAlgorithm::kTwoShot;
+}
+
 std::vector<workers::WorkerSpec> specs_for(const std::vector<int>& devices) {
   std::vector<workers::WorkerSpec> specs;
   for (size_t r = 0; r < devices.size(); ++r)
@@ -216,37 +222,30 @@ std::vector<IpcTimedPath> time_ipc_allreduce(const IpcTimeRequest& q) {
   workers::GroupOutcome outcome = workers::run_workers(q.executable, specs_for(q.devices), task,
                                                        std::chrono::duration<double>(q.timeout_s));
   if (outcome.failure) throw Error(outcome.failure->code, outcome.failure->what);
-  std::vector<IpcTimedPath> out;
   for (const json& r : outcome.results) {
     if (r.contains("not_applicable")) {
       throw Error(ExitCode::kEnvironment, r.at("not_applicable").get<std::string>());
     }
-    const json& paths = r.at("paths");
-    if (out.empty()) {
-      for (const json& p : paths) {
-        IpcTimedPath path;
-        path.algorithm = p.at("algorithm") == to_string(IpcAlgorithm::kOneShot)
-                             ? IpcAlgorithm::kOneShot
-                             : IpcAlgorithm::kTwoShot;
-        for (const json& s : p.at("sizes")) {
-          IpcTimedSize size;
-          size.bytes = s.at("bytes").get<uint64_t>();
-          path.sizes.push_back(size);
-        }
-        out.push_back(std::move(path));
+  }
+  // Every rank ran the same paths and sizes in the same order: rank 0's give the shape.
+  std::vector<IpcTimedPath> out;
+  const json& first = outcome.results.front().at("paths");
+  for (size_t k = 0; k < first.size(); ++k) {
+    IpcTimedPath path;
+    path.algorithm = algorithm_named(first[k].at("algorithm"));
+    for (size_t i = 0; i < first[k].at("sizes").size(); ++i) {
+      IpcTimedSize size;
+      size.bytes = first[k].at("sizes")[i].at("bytes").get<uint64_t>();
+      std::vector<std::vector<double>> rank_us;
+      for (const json& r : outcome.results) {
+        const json& s = r.at("paths")[k].at("sizes")[i];
+        rank_us.push_back(s.at("us").get<std::vector<double>>());
+        size.wrong_bytes += s.at("wrong").get<uint64_t>();
       }
+      size.slowest_us = measure::slowest_per_operation(rank_us);
+      path.sizes.push_back(std::move(size));
     }
-    for (size_t k = 0; k < paths.size(); ++k) {
-      const json& sizes = paths[k].at("sizes");
-      for (size_t i = 0; i < sizes.size(); ++i) {
-        IpcTimedSize& s = out[k].sizes[i];
-        const auto us = sizes[i].at("us").get<std::vector<double>>();
-        if (s.slowest_us.size() < us.size()) s.slowest_us.resize(us.size(), 0.0);
-        for (size_t j = 0; j < us.size(); ++j)
-          s.slowest_us[j] = std::max(s.slowest_us[j], us[j]);
-        s.wrong_bytes += sizes[i].at("wrong").get<uint64_t>();
-      }
-    }
+    out.push_back(std::move(path));
   }
   return out;
 }
@@ -282,8 +281,7 @@ std::vector<IpcCheckCase> check_ipc_allreduce(const IpcCheckRequest& q) {
     for (size_t i = 0; i < cases.size(); ++i) {
       const json& c = cases[i];
       IpcCheckCase& o = out[i];
-      o.algorithm = c.at("algorithm") == to_string(IpcAlgorithm::kOneShot) ? IpcAlgorithm::kOneShot
-                                                                           : IpcAlgorithm::kTwoShot;
+      o.algorithm = algorithm_named(c.at("algorithm"));
       o.dtype = *parse_data_type(c.at("dtype").get<std::string>());
       o.count = c.at("count").get<uint64_t>();
       o.repeats = c.at("repeats").get<int>();

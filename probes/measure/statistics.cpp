@@ -6,6 +6,16 @@
 
 namespace commtool::measure {
 
+std::vector<double> slowest_per_operation(const std::vector<std::vector<double>>& rank_us) {
+  std::vector<double> out;
+  for (const auto& rank : rank_us) {
+    if (out.size() < rank.size()) out.resize(rank.size(), 0.0);
+    for (size_t i = 0; i < rank.size(); ++i)
+      out[i] = std::max(out[i], rank[i]);
+  }
+  return out;
+}
+
 Summary summarize(std::vector<double> samples) {
   Summary s;
   s.n = static_cast<int>(samples.size());

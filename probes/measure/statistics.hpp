@@ -20,4 +20,9 @@ struct Summary {
 // Empty input gives n = 0 and zeros.
 Summary summarize(std::vector<double> samples);
 
+// Per operation, the slowest rank's time, from each rank's own times of the same operations
+// ([rank][operation]): a collective is as slow as its slowest rank. Ranks with fewer
+// operations count only where they have them.
+std::vector<double> slowest_per_operation(const std::vector<std::vector<double>>& rank_us);
+
 }  // namespace commtool::measure
