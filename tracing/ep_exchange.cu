@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "probes/cuda/cuda_check.hpp"
 #include "probes/error.hpp"
@@ -57,10 +58,7 @@ dim3 grid_for(const std::vector<uint64_t>& bytes) {
 }
 
 uint64_t total(const std::vector<uint64_t>& v) {
-  uint64_t t = 0;
-  for (uint64_t b : v)
-    t += b;
-  return t;
+  return std::accumulate(v.begin(), v.end(), uint64_t{0});
 }
 
 }  // namespace

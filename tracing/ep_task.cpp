@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "probes/cuda/cuda_check.hpp"
 #include "probes/error.hpp"
@@ -31,15 +32,11 @@ ExchangeCounts counts_for(const Matrix& m, int rank) {
 }
 
 uint64_t total(const std::vector<uint64_t>& v) {
-  uint64_t t = 0;
-  for (uint64_t b : v)
-    t += b;
-  return t;
+  return std::accumulate(v.begin(), v.end(), uint64_t{0});
 }
 
 json run_ep(workers::WorkerContext& ctx, const json& task) {
-  // GPU.md: multicast stays off on shared machines (it can put GPUs out of service).
-  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  keep_nvlink_multicast_off();
   const std::string bus_id =
       task.at("gpus").at(static_cast<size_t>(ctx.rank)).at("bus_id").get<std::string>();
   const int device = select_device(bus_id);

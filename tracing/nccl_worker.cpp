@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -22,6 +23,10 @@ int select_device(const std::string& bus_id) {
   }
   CUDA_TRY(cudaSetDevice(device));
   return device;
+}
+
+void keep_nvlink_multicast_off() {
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
 }
 
 ncclUniqueId shared_unique_id(workers::WorkerContext& ctx, const nccl::Library& lib) {

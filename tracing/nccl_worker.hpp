@@ -1,6 +1,6 @@
 // What every NCCL worker task does first: take its GPU by PCI bus id (the launcher's naming,
-// which survives CUDA_VISIBLE_DEVICES reordering) and agree on one NCCL unique id over the
-// worker channel (rank 0 makes it, everyone receives it).
+// which survives CUDA_VISIBLE_DEVICES reordering), keep NVLink multicast off, and agree on one
+// NCCL unique id over the worker channel (rank 0 makes it, everyone receives it).
 #pragma once
 
 #include <string>
@@ -13,6 +13,10 @@ namespace commtool::tracing {
 // Makes the GPU at `bus_id` current; returns its CUDA ordinal. Error(kEnvironment) when CUDA
 // in the worker cannot see it.
 int select_device(const std::string& bus_id);
+
+// NCCL_NVLS_ENABLE=0 unless the user set it: NVLink multicast stays off on shared machines
+// (GPU.md: it can put GPUs out of service). Before NCCL initialises.
+void keep_nvlink_multicast_off();
 
 // Rank 0's ncclGetUniqueId, handed to every rank by an allgather on the worker channel.
 ncclUniqueId shared_unique_id(workers::WorkerContext& ctx, const nccl::Library& lib);

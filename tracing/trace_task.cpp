@@ -81,8 +81,7 @@ void prepare_environment(const TaskOptions& o) {
   }
   // NCCL's NVTX ranges reach CUPTI only when CUPTI is the NVTX injection library.
   if (o.cupti) setenv("NVTX_INJECTION64_PATH", CuptiTracer::library_path().c_str(), 0);
-  // GPU.md: multicast stays off on shared machines (it can put GPUs out of service).
-  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  keep_nvlink_multicast_off();
 }
 
 std::vector<nccl_profiler::CollectiveRecord> read_profiler_records(const std::string& path) {
