@@ -6,6 +6,7 @@
 
 #include "probes/measure/byte_size.hpp"
 #include "reports/allreduce_diagnosis.hpp"
+#include "reports/summary_format.hpp"
 #include "reports/text_table.hpp"
 
 namespace commtool::reports {
@@ -55,10 +56,6 @@ std::string size_note(const AllReduceSweep& sweep, const AllReduceDiagnosis& d,
   }
   if (v.blip) parts.push_back("blip");
   return fmt::format("{}", fmt::join(parts, "; "));
-}
-
-json summary_json(const measure::Summary& s) {
-  return {{"n", s.n}, {"median", s.median}, {"min", s.min}, {"max", s.max}};
 }
 
 json path_index_json(const AllReduceSweep& sweep, int i) {

@@ -5,6 +5,7 @@
 
 #include "probes/measure/byte_size.hpp"
 #include "reports/chrome_trace.hpp"
+#include "reports/summary_format.hpp"
 #include "reports/text_table.hpp"
 
 namespace commtool::reports {
@@ -13,16 +14,6 @@ using nlohmann::json;
 using tracing::CompletionMode;
 
 namespace {
-
-std::string us(double v) {
-  return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v);
-}
-
-// "median [min-max]"; "-" when nothing was measured.
-std::string spread(const measure::Summary& s) {
-  if (s.n == 0) return "-";
-  return fmt::format("{} [{}-{}]", us(s.median), us(s.min), us(s.max));
-}
 
 std::string mode_name(CompletionMode m, int poll_ms) {
   if (m != CompletionMode::kBlockingWait) return tracing::to_string(m);
@@ -59,10 +50,10 @@ std::string sizes_table(const tracing::TraceReport& r) {
   TextTable t({"size", "count", "time us", "algbw GB/s", "busbw GB/s", "#wrong", "NCCL ran",
                "traced/untraced"});
   for (const tracing::SizeRow& row : r.sizes) {
-    t.add_row({measure::format_byte_size(row.bytes), std::to_string(row.count), spread(row.time_us),
-               fmt::format("{:.2f}", row.algbw_gbps), fmt::format("{:.2f}", row.busbw_gbps),
-               std::to_string(row.wrong_elements), choice_cell(row.nccl_choice),
-               tracing_cost(row)});
+    t.add_row({measure::format_byte_size(row.bytes), std::to_string(row.count),
+               median_spread_us(row.time_us), fmt::format("{:.2f}", row.algbw_gbps),
+               fmt::format("{:.2f}", row.busbw_gbps), std::to_string(row.wrong_elements),
+               choice_cell(row.nccl_choice), tracing_cost(row)});
   }
   return fmt::format(
       "Collective (time: CUDA events around the collective on the NCCL stream, {}; median "
@@ -73,7 +64,7 @@ std::string sizes_table(const tracing::TraceReport& r) {
 
 std::string wait_cell(const tracing::SplitRow& row) {
   if (row.mode == CompletionMode::kSync) return "- (inside the call)";
-  std::string s = spread(row.host_wait_us);
+  std::string s = median_spread_us(row.host_wait_us);
   return row.host_wait_polls ? s + " host, polling" : s;
 }
 
@@ -82,10 +73,11 @@ std::string splits_table(const tracing::TraceReport& r) {
                "kernel us", "exposed wait us", "input wait us"});
   for (const tracing::SplitRow& row : r.splits) {
     t.add_row({measure::format_byte_size(row.bytes), mode_name(row.mode, row.poll_ms),
-               spread(row.host_call_us), wait_cell(row), spread(row.stream_dependency_us),
+               median_spread_us(row.host_call_us), wait_cell(row),
+               median_spread_us(row.stream_dependency_us),
                row.host_over_dependency ? fmt::format("{:.2f}", *row.host_over_dependency) : "-",
-               fmt::format("{}/{}", row.complete, row.operations), spread(row.kernel_us),
-               spread(row.exposed_wait_us), spread(row.input_wait_us)});
+               fmt::format("{}/{}", row.complete, row.operations), median_spread_us(row.kernel_us),
+               median_spread_us(row.exposed_wait_us), median_spread_us(row.input_wait_us)});
   }
   return "Completion split (traced pass; median [min-max]. Host call and wait: host clock. "
          "Stream dep: input-ready event to the consumer's first GPU work; kernel: the "
@@ -110,9 +102,9 @@ std::string scope_table(const tracing::TraceReport& r) {
                "B ahead of A us", "meaning"});
   for (const tracing::ScopeRow& row : r.scope) {
     t.add_row({mode_name(row.mode, row.poll_ms), std::to_string(row.samples),
-               fmt::format("{}/{}", row.b_first, row.samples), spread(row.host_wait_us),
+               fmt::format("{}/{}", row.b_first, row.samples), median_spread_us(row.host_wait_us),
                fmt::format("{}/{}", row.complete_at_wait_return, row.samples),
-               spread(row.b_before_a_us), scope_meaning(row)});
+               median_spread_us(row.b_before_a_us), scope_meaning(row)});
   }
   return fmt::format(
       "Stream scope ({} GPU sleep ahead of the input, {} collective; stream A waits on the "
@@ -121,12 +113,6 @@ std::string scope_table(const tracing::TraceReport& r) {
       "events)\n{}",
       fmt::format("{:g} ms", r.meta.scope_sleep_ms), measure::format_byte_size(r.meta.scope_bytes),
       t.render());
-}
-
-json summary_json(const measure::Summary& s) {
-  if (s.n == 0) return nullptr;
-  return {{"n", s.n},     {"median", s.median}, {"min", s.min},
-          {"max", s.max}, {"p99", s.p99},       {"cv", s.cv}};
 }
 
 template <typename T>

@@ -24,12 +24,6 @@ bool have_gpu() {
   return cudaSetDevice(0) == cudaSuccess;
 }
 
-uint64_t steady_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 #define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 }  // namespace
@@ -60,7 +54,7 @@ TEST(GpuCupti, IdsTimelineAndThreadsMatchWhatCuptiRecords) {
   EXPECT_NE(event1, event2);
   tracer.take();  // drop the id probes' own records: only the work below is checked
 
-  const uint64_t before_ns = steady_ns();
+  const uint64_t before_ns = monotonic_ns();
   ASSERT_CUDA(cudaMemsetAsync(src, 0x5a, kBytes, s1));
   ASSERT_CUDA(cudaMemcpyAsync(dst, src, kBytes, cudaMemcpyDeviceToDevice, s1));
   ASSERT_CUDA(cudaEventRecord(e1, s1));
@@ -68,7 +62,7 @@ TEST(GpuCupti, IdsTimelineAndThreadsMatchWhatCuptiRecords) {
   ASSERT_CUDA(cudaEventRecord(e2, s2));
   ASSERT_CUDA(cudaStreamSynchronize(s2));
   ASSERT_CUDA(cudaStreamSynchronize(s1));
-  const uint64_t after_ns = steady_ns();
+  const uint64_t after_ns = monotonic_ns();
   const RecordSet r = tracer.take();
 
   auto work_on = [&](GpuWorkKind kind, uint32_t stream) {

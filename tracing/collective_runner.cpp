@@ -16,12 +16,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uint64_t now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-          .count());
-}
-
 ncclDataType_t nccl_type(DataType t) {
   switch (t) {
     case DataType::kInt8:
@@ -291,13 +285,13 @@ OperationSample CollectiveRunner::run(uint64_t bytes, CompletionMode mode, int p
   produce(l, seed);
 
   mark.seq = seq;
-  mark.enqueue_start_ns = now_ns();
+  mark.enqueue_start_ns = monotonic_ns();
   enqueue(l);
   if (mode == CompletionMode::kSync) complete(mode, poll_ms, what);  // inside the call
-  mark.enqueue_end_ns = now_ns();
+  mark.enqueue_end_ns = monotonic_ns();
   mark.wait_start_ns = mark.enqueue_end_ns;
   if (mode != CompletionMode::kSync) mark.wait_polls = complete(mode, poll_ms, what);
-  mark.wait_end_ns = now_ns();
+  mark.wait_end_ns = monotonic_ns();
   mark.complete_at_wait_return = cudaEventQuery(end_.get()) == cudaSuccess ? 1 : 0;
   cudaGetLastError();  // a not-ready query leaves no error behind, but be sure
 
@@ -330,9 +324,9 @@ StreamScopeSample CollectiveRunner::run_scope(uint64_t bytes, CompletionMode mod
   s.seq = seq;
   s.mode = mode;
   s.poll_ms = mode == CompletionMode::kBlockingWait ? poll_ms : 0;
-  const uint64_t wait_start = now_ns();
+  const uint64_t wait_start = monotonic_ns();
   complete(mode, poll_ms, what);
-  s.host_wait_us = static_cast<double>(now_ns() - wait_start) / 1e3;
+  s.host_wait_us = static_cast<double>(monotonic_ns() - wait_start) / 1e3;
   s.complete_at_wait_return = cudaEventQuery(end_.get()) == cudaSuccess;
   cudaGetLastError();
   // Stream A (the consumer) is ordered after the collective; stream B is not.

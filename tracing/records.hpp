@@ -3,11 +3,20 @@
 // host clock readings). Plain data: attribution and the saved-record format read only this.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace commtool::tracing {
+
+// The harness's host clock, in ns: CLOCK_MONOTONIC (steady_clock), the timeline CUPTI's
+// records are put on (tracing/cupti/cupti_tracer.hpp).
+inline uint64_t monotonic_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
 
 // GPU work from CONCURRENT_KERNEL, MEMCPY and MEMSET activity records.
 enum class GpuWorkKind { kKernel, kMemcpy, kMemset };
