@@ -272,6 +272,7 @@ void attribute_one(const Index& ix, const OperationMark& op, OperationIntervals&
   }
   if (out.gpu_work_count > 0) {
     out.kernel_us = us(first, last);
+    out.kernel_start_ns = first;
   } else {
     missing("no GPU work found on the NCCL stream (kernel or copy records missing)");
   }

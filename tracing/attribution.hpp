@@ -23,6 +23,8 @@ struct OperationIntervals {
   std::optional<double> exposed_wait_us;  // consumer stream idle, waiting for the end event
   std::optional<double> stream_dependency_us;  // input ready -> consumer's first GPU work after
   int gpu_work_count = 0;                      // kernels + copies attributed to the collective
+  std::optional<uint64_t> kernel_start_ns;     // when the first of them started (the timeline
+                                               // of the records: CLOCK_MONOTONIC)
   std::optional<bool> complete_at_wait_return;
 };
 

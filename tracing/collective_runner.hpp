@@ -20,6 +20,7 @@
 #include "probes/nccl/communicator.hpp"
 #include "tracing/collective_data.hpp"
 #include "tracing/collectives.hpp"
+#include "tracing/cupti/cupti_tracer.hpp"  // HarnessHandles
 #include "tracing/records.hpp"
 #include "tracing/trace_run.hpp"
 
@@ -55,11 +56,9 @@ class CollectiveRunner {
   StreamScopeSample run_scope(uint64_t bytes, CompletionMode mode, int poll_ms, uint64_t seq,
                               uint64_t sleep_ns);
 
-  cudaStream_t producer_stream() const { return producer_.get(); }
-  cudaStream_t nccl_stream() const { return nccl_.get(); }
-  cudaStream_t consumer_stream() const { return consumer_.get(); }
-  cudaEvent_t input_ready_event() const { return input_ready_.get(); }
-  cudaEvent_t end_event() const { return end_.get(); }
+  HarnessHandles handles() const {
+    return {producer_.get(), nccl_.get(), consumer_.get(), input_ready_.get(), end_.get()};
+  }
 
  private:
   struct Watchdog;

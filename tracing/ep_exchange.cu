@@ -77,8 +77,8 @@ ExchangeRunner::ExchangeRunner(const nccl::Library& lib, nccl::Communicator& com
   }
 }
 
-ExchangeSample ExchangeRunner::run(const ExchangeCounts& c, uint32_t seed,
-                                   const std::string& what) {
+ExchangeSample ExchangeRunner::run(const ExchangeCounts& c, uint32_t seed, const std::string& what,
+                                   OperationMark* mark) {
   const auto n = static_cast<size_t>(nranks_);
   if (c.send_bytes.size() != n || c.recv_bytes.size() != n || total(c.send_bytes) > send_.bytes() ||
       total(c.recv_bytes) > recv_.bytes()) {
@@ -94,6 +94,8 @@ ExchangeSample ExchangeRunner::run(const ExchangeCounts& c, uint32_t seed,
   fill_segments<<<grid_for(c.send_bytes), kThreads, 0, producer_.get()>>>(send, out, rank, seed);
   CUDA_TRY(cudaGetLastError());
   CUDA_TRY(cudaEventRecord(input_ready_.get(), producer_.get()));
+
+  if (mark) mark->enqueue_start_ns = monotonic_ns();
   CUDA_TRY(cudaStreamWaitEvent(nccl_.get(), input_ready_.get(), 0));
   CUDA_TRY(cudaEventRecord(start_.get(), nccl_.get()));
   comm_.settle(lib_.group_start(), "ncclGroupStart");
@@ -112,14 +114,20 @@ ExchangeSample ExchangeRunner::run(const ExchangeCounts& c, uint32_t seed,
   }
   comm_.settle(lib_.group_end(), "ncclGroupEnd");
   CUDA_TRY(cudaEventRecord(end_.get(), nccl_.get()));
-  comm_.wait(end_.get(), what);
-
   CUDA_TRY(cudaStreamWaitEvent(consumer_.get(), end_.get(), 0));
+  if (mark) {
+    mark->enqueue_end_ns = monotonic_ns();
+    mark->wait_start_ns = mark->wait_end_ns = mark->enqueue_end_ns;
+    mark->wait_polls = false;
+    mark->complete_at_wait_return = cudaEventQuery(end_.get()) == cudaSuccess ? 1 : 0;
+    cudaGetLastError();  // a not-ready query leaves no error behind, but be sure
+  }
+
   check_segments<<<grid_for(c.recv_bytes), kThreads, 0, consumer_.get()>>>(recv, in, rank, seed,
                                                                            wrong);
   CUDA_TRY(cudaGetLastError());
   CUDA_TRY(cudaEventRecord(consumer_done_.get(), consumer_.get()));
-  comm_.wait(consumer_done_.get(), what + " (its check)");
+  comm_.wait(consumer_done_.get(), what);
 
   ExchangeSample s;
   float ms = 0;

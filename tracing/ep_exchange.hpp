@@ -2,9 +2,12 @@
 // all_to_all_single issues it: one NCCL group of ncclSend/ncclRecv with a byte count per peer.
 // Issued like trace's collectives: a producer stream writes every outgoing segment with a
 // pattern that names sender, receiver, operation and offset; the NCCL stream waits for it and
-// runs the group between two events; the host waits for the end event (bounded by the
-// communicator's deadline); a consumer kernel checks every received byte against the pattern
-// its sender must have written. Nothing is allocated per operation.
+// runs the group between two events; the consumer stream is made to wait for the end event
+// (what PyTorch's async_op=False does) and its kernel checks every received byte against the
+// pattern its sender must have written; the host waits for the check (bounded by the
+// communicator's deadline). Nothing is allocated per operation. The structure is trace's
+// (tracing/collective_runner.hpp in sync mode), so a traced exchange is split into the same
+// intervals by tracing/attribution.hpp.
 //
 // Sharp edges: every rank must call run() with matching counts (rank r's send_bytes[p] is rank
 // p's recv_bytes[r]) or NCCL waits forever, which the deadline turns into exit 5; at most
@@ -18,7 +21,9 @@
 
 #include "probes/cuda/memory.hpp"
 #include "probes/nccl/communicator.hpp"
-#include "tracing/ep_measure.hpp"  // kMaxExchangeRanks
+#include "tracing/cupti/cupti_tracer.hpp"  // HarnessHandles
+#include "tracing/ep_measure.hpp"          // kMaxExchangeRanks
+#include "tracing/records.hpp"
 
 namespace commtool::tracing {
 
@@ -57,8 +62,16 @@ class ExchangeRunner {
   ExchangeRunner(const ExchangeRunner&) = delete;
   ExchangeRunner& operator=(const ExchangeRunner&) = delete;
 
-  // One isolated, checked exchange. `what` names it in a timeout error.
-  ExchangeSample run(const ExchangeCounts& counts, uint32_t seed, const std::string& what);
+  // One isolated, checked exchange. `what` names it in a timeout error. With a mark (its ids
+  // from CuptiTracer::mark_ids), its host times (CLOCK_MONOTONIC ns) are filled in as trace's
+  // sync mode fills them: the enqueue runs from the NCCL stream's wait for the input to the
+  // consumer stream's wait for the end event; the wait interval is empty.
+  ExchangeSample run(const ExchangeCounts& counts, uint32_t seed, const std::string& what,
+                     OperationMark* mark = nullptr);
+
+  HarnessHandles handles() const {
+    return {producer_.get(), nccl_.get(), consumer_.get(), input_ready_.get(), end_.get()};
+  }
 
  private:
   const nccl::Library& lib_;

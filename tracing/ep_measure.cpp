@@ -11,6 +11,7 @@
 #include "probes/topo/discover.hpp"
 #include "probes/workers/launcher.hpp"
 #include "tracing/ep_task.hpp"
+#include "tracing/record_io.hpp"
 
 namespace commtool::tracing {
 
@@ -30,6 +31,35 @@ void require_square(const ByteMatrix& m, int n, const std::string& what) {
 }
 
 }  // namespace
+
+json to_json(const EpRankTrace& t) {
+  json exchanges = json::array();
+  for (const EpTracedExchange& e : t.exchanges) {
+    exchanges.push_back(
+        {{"seq", e.seq}, {"scenario", e.scenario}, {"phase", e.phase}, {"us", e.time_us}});
+  }
+  return {{"rank", t.rank},
+          {"exchanges", exchanges},
+          {"clock_note", t.clock_note},
+          {"records", serialize_records(t.records)}};
+}
+
+EpRankTrace ep_rank_trace_from_json(const json& j) {
+  EpRankTrace t;
+  try {
+    t.rank = j.at("rank").get<int>();
+    for (const json& e : j.at("exchanges")) {
+      t.exchanges.push_back({e.at("seq").get<uint64_t>(), e.at("scenario").get<std::string>(),
+                             e.at("phase").get<std::string>(), e.at("us").get<double>()});
+    }
+    t.clock_note = j.at("clock_note").get<std::string>();
+    t.records = parse_records(j.at("records").get_ref<const std::string&>(),
+                              fmt::format("rank {} records", t.rank));
+  } catch (const json::exception& e) {
+    throw usage_error(fmt::format("a rank's ep trace: {}", e.what()));
+  }
+  return t;
+}
 
 int ep_rank_count(const std::vector<int>& devices) {
   return static_cast<int>(gpus_for(devices).gpus.size());
@@ -53,11 +83,8 @@ EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
     gpus.push_back({{"index", g.index}, {"bus_id", g.bdf}});
     specs.push_back({r, g.index});
   }
-  const json task = {{"name", kEpTask},
-                     {"scenarios", scenarios},
-                     {"iters", q.iters},
-                     {"warmup", q.warmup},
-                     {"gpus", gpus}};
+  const json task = {{"name", kEpTask},    {"scenarios", scenarios}, {"iters", q.iters},
+                     {"warmup", q.warmup}, {"trace", q.trace},       {"gpus", gpus}};
   // Workers pass a barrier before every exchange; NCCL's start-up is the longest gap.
   const auto progress = std::chrono::duration<double>(q.timeout_s * 3);
   workers::GroupOutcome outcome = workers::run_workers(q.executable, specs, task, progress);
@@ -86,6 +113,14 @@ EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
       PhaseTimes& phase =
           times.at("phase").get<std::string>() == "dispatch" ? it->dispatch : it->combine;
       phase.rank_us.at(rank) = times.at("us").get<std::vector<double>>();
+    }
+  }
+  if (q.trace) {
+    m.traces.resize(static_cast<size_t>(n));
+    for (const json& r : outcome.results) {
+      EpRankTrace t = ep_rank_trace_from_json(r.at("trace"));
+      const auto rank = static_cast<size_t>(t.rank);
+      m.traces.at(rank) = std::move(t);
     }
   }
   for (EpScenarioTimes& s : m.scenarios) {

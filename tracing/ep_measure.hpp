@@ -1,13 +1,19 @@
 // The launcher side of `commtool diagnose ep`'s measurement: one worker per GPU runs each
 // scenario's dispatch (its rank x rank byte matrix) and combine (the matrix going back) as
 // grouped ncclSend/ncclRecv, every byte checked (tracing/ep_exchange.hpp), and the times come
-// back per operation and rank. What the matrices are and what the times mean is the caller's
-// (tracing/ep_routing.hpp makes them, reports/ep_report.hpp judges them). Never touches CUDA.
+// back per operation and rank. With `trace`, a second, traced pass follows (the same turns
+// under CUPTI, after the timed pass so that the timed figures carry no tracing cost) and each
+// rank's records come back with the exchange each operation mark belongs to. What the matrices
+// are and what the times mean is the caller's (tracing/ep_routing.hpp makes them,
+// reports/ep_report.hpp and reports/ep_split.hpp judge them). Never touches CUDA.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
+
+#include "tracing/records.hpp"
 
 namespace commtool::tracing {
 
@@ -29,6 +35,7 @@ struct EpMeasureRequest {
   int warmup = 5;
   std::vector<int> devices;  // empty: all
   double timeout_s = 60;
+  bool trace = false;  // add a pass under CUPTI (EpMeasurement::traces)
 };
 
 struct PhaseTimes {
@@ -41,12 +48,34 @@ struct EpScenarioTimes {
   PhaseTimes dispatch, combine;
 };
 
+// One exchange of the traced pass on one rank: its operation mark's seq in that rank's
+// records, which scenario and phase it was, and its CUDA-event time (traced).
+struct EpTracedExchange {
+  uint64_t seq = 0;
+  std::string scenario;
+  std::string phase;  // "dispatch" or "combine"
+  double time_us = 0;
+};
+
+struct EpRankTrace {
+  int rank = 0;
+  RecordSet records;  // CUPTI's records with the harness's operation marks
+  std::vector<EpTracedExchange> exchanges;
+  std::string clock_note;  // how CUPTI's and the host's clocks were joined
+};
+
 struct EpMeasurement {
   int nranks = 0;
   std::vector<std::string> gpus;  // per rank: "GPU 0 (0000:00:06.0, NVIDIA H200)"
   std::string nccl_version, nccl_library;
   std::vector<EpScenarioTimes> scenarios;
+  std::vector<EpRankTrace> traces;  // by rank; empty unless the request traced
 };
+
+// The form a rank's trace travels in from worker to launcher (records in record_io's text).
+nlohmann::json to_json(const EpRankTrace& trace);
+// Throws Error(kUsage) naming the field when `j` is not such a trace.
+EpRankTrace ep_rank_trace_from_json(const nlohmann::json& j);
 
 // How many ranks a run over `devices` (empty: every GPU) has; Error(kEnvironment) with no GPU.
 int ep_rank_count(const std::vector<int>& devices);

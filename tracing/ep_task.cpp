@@ -11,7 +11,9 @@
 #include "probes/error.hpp"
 #include "probes/nccl/communicator.hpp"
 #include "probes/workers/worker.hpp"
+#include "tracing/cupti/cupti_tracer.hpp"
 #include "tracing/ep_exchange.hpp"
+#include "tracing/ep_measure.hpp"
 #include "tracing/nccl_worker.hpp"
 
 namespace commtool::tracing {
@@ -35,8 +37,54 @@ uint64_t total(const std::vector<uint64_t>& v) {
   return std::accumulate(v.begin(), v.end(), uint64_t{0});
 }
 
+struct Phase {
+  std::string scenario, name;
+  ExchangeCounts counts;
+};
+
+// Turns over the phases, `warmup` unmeasured then `iters` measured: round-robin, so that clock
+// ramps and other drift during the run fall on every scenario alike (the routed and uniform
+// times are compared with each other). With `ids` (a traced pass) each measured exchange gets
+// an operation mark and a line in `traced`. Returns the measured times per phase.
+std::vector<std::vector<double>> run_turns(workers::WorkerContext& ctx, ExchangeRunner& runner,
+                                           const std::vector<Phase>& phases, int warmup, int iters,
+                                           uint32_t& seq, const OperationMark* ids,
+                                           std::vector<OperationMark>& marks,
+                                           std::vector<EpTracedExchange>& traced) {
+  std::vector<std::vector<double>> us(phases.size());
+  for (int i = 0; i < warmup + iters; ++i) {
+    for (size_t k = 0; k < phases.size(); ++k, ++seq) {
+      const Phase& p = phases[k];
+      ctx.comm.barrier();  // the ranks start together
+      const std::string what = fmt::format("{} {} #{}", p.scenario, p.name, seq);
+      const bool measured = i >= warmup;
+      OperationMark mark = ids ? *ids : OperationMark{};
+      mark.seq = seq;
+      const ExchangeSample s =
+          runner.run(p.counts, seq, what, ids != nullptr && measured ? &mark : nullptr);
+      if (s.wrong_bytes != 0) {
+        throw Error(ExitCode::kVerification,
+                    fmt::format("rank {}: {}: {} received byte(s) differ from what their senders "
+                                "wrote",
+                                ctx.rank, what, s.wrong_bytes));
+      }
+      if (!measured) continue;
+      us[k].push_back(s.time_us);
+      if (ids != nullptr) {
+        marks.push_back(mark);
+        traced.push_back({seq, p.scenario, p.name, s.time_us});
+      }
+    }
+  }
+  return us;
+}
+
 json run_ep(workers::WorkerContext& ctx, const json& task) {
   keep_nvlink_multicast_off();
+  const bool trace = task.at("trace").get<bool>();
+  // NCCL's NVTX ranges reach CUPTI only when CUPTI is the NVTX injection library, set before
+  // NCCL loads; the user's own setting wins.
+  if (trace) setenv("NVTX_INJECTION64_PATH", CuptiTracer::library_path().c_str(), 0);
   const std::string bus_id =
       task.at("gpus").at(static_cast<size_t>(ctx.rank)).at("bus_id").get<std::string>();
   const int device = select_device(bus_id);
@@ -45,10 +93,6 @@ json run_ep(workers::WorkerContext& ctx, const json& task) {
   const int iters = task.at("iters").get<int>();
   const int warmup = task.at("warmup").get<int>();
 
-  struct Phase {
-    std::string scenario, name;
-    ExchangeCounts counts;
-  };
   std::vector<Phase> phases;
   uint64_t max_send = 0, max_recv = 0;
   for (const json& s : task.at("scenarios")) {
@@ -65,37 +109,36 @@ json run_ep(workers::WorkerContext& ctx, const json& task) {
   nccl::Communicator comm(lib, shared_unique_id(ctx, lib), ctx.size, ctx.rank, ctx.timeout);
   ExchangeRunner runner(lib, comm, ctx.size, max_send, max_recv);
 
-  // Round-robin over the phases, so that clock ramps and other drift during the run fall on
-  // every scenario alike: the routed and uniform times are compared with each other.
-  std::vector<std::vector<double>> us(phases.size());
+  // Timed first, before CUPTI records anything, so its figures carry no tracing cost.
   uint32_t seq = 0;
-  for (int i = 0; i < warmup + iters; ++i) {
-    for (size_t k = 0; k < phases.size(); ++k, ++seq) {
-      const Phase& p = phases[k];
-      ctx.comm.barrier();  // the ranks start together
-      const std::string what = fmt::format("{} {} #{}", p.scenario, p.name, seq);
-      const ExchangeSample s = runner.run(p.counts, seq, what);
-      if (s.wrong_bytes != 0) {
-        throw Error(ExitCode::kVerification,
-                    fmt::format("rank {}: {}: {} received byte(s) differ from what their senders "
-                                "wrote",
-                                ctx.rank, what, s.wrong_bytes));
-      }
-      if (i >= warmup) us[k].push_back(s.time_us);
-    }
+  std::vector<OperationMark> marks;
+  EpRankTrace trace_out;
+  trace_out.rank = ctx.rank;
+  const std::vector<std::vector<double>> us =
+      run_turns(ctx, runner, phases, warmup, iters, seq, nullptr, marks, trace_out.exchanges);
+  if (trace) {
+    CuptiTracer tracer;
+    const OperationMark ids = tracer.mark_ids(runner.handles());
+    run_turns(ctx, runner, phases, warmup, iters, seq, &ids, marks, trace_out.exchanges);
+    trace_out.records = tracer.take();
+    trace_out.records.operations = std::move(marks);
+    trace_out.clock_note = tracer.clock_note();
   }
+
   json times = json::array();
   for (size_t k = 0; k < phases.size(); ++k) {
     times.push_back({{"scenario", phases[k].scenario}, {"phase", phases[k].name}, {"us", us[k]}});
   }
   ctx.comm.barrier();
-  return {{"rank", ctx.rank},
-          {"bus_id", bus_id},
-          {"device", device},
-          {"gpu_name", prop.name},
-          {"nccl_version", lib.version_string()},
-          {"nccl_library", lib.path()},
-          {"times", times}};
+  json result = {{"rank", ctx.rank},
+                 {"bus_id", bus_id},
+                 {"device", device},
+                 {"gpu_name", prop.name},
+                 {"nccl_version", lib.version_string()},
+                 {"nccl_library", lib.path()},
+                 {"times", times}};
+  if (trace) result["trace"] = to_json(trace_out);
+  return result;
 }
 
 }  // namespace

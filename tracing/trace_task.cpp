@@ -150,18 +150,6 @@ void run_scope(workers::WorkerContext& ctx, CollectiveRunner& runner, const Task
   }
 }
 
-// CUPTI's names for the harness's streams and events, stamped on every operation mark.
-OperationMark ids_from(CuptiTracer& tracer, const CollectiveRunner& runner) {
-  OperationMark ids;
-  ids.thread = CuptiTracer::this_thread_id();
-  ids.producer_stream = tracer.stream_id(runner.producer_stream());
-  ids.nccl_stream = tracer.stream_id(runner.nccl_stream());
-  ids.consumer_stream = tracer.stream_id(runner.consumer_stream());
-  ids.input_ready_event = tracer.event_id(runner.input_ready_event(), runner.producer_stream());
-  ids.end_event = tracer.event_id(runner.end_event(), runner.nccl_stream());
-  return ids;
-}
-
 json run_trace(workers::WorkerContext& ctx, const json& task) {
   const TaskOptions o = options_from(task, ctx.rank);
   prepare_environment(o);
@@ -190,7 +178,7 @@ json run_trace(workers::WorkerContext& ctx, const json& task) {
   }
   if (o.cupti) {
     CuptiTracer tracer;
-    const OperationMark ids = ids_from(tracer, runner);
+    const OperationMark ids = tracer.mark_ids(runner.handles());
     run_pass(ctx, runner, o, true, ids, seq, out, marks);
     run_scope(ctx, runner, o, seq, out);
     out.records = tracer.take();

@@ -605,6 +605,17 @@ uint32_t CuptiTracer::event_id(cudaEvent_t event, cudaStream_t stream) {
   return *id;
 }
 
+OperationMark CuptiTracer::mark_ids(const HarnessHandles& h) {
+  OperationMark ids;
+  ids.thread = this_thread_id();
+  ids.producer_stream = stream_id(h.producer);
+  ids.nccl_stream = stream_id(h.nccl);
+  ids.consumer_stream = stream_id(h.consumer);
+  ids.input_ready_event = event_id(h.input_ready, h.producer);
+  ids.end_event = event_id(h.end, h.nccl);
+  return ids;
+}
+
 RecordSet CuptiTracer::take() {
   const Cupti& c = state_->cupti;
   c.check(c.api.flush_all(kFlushCompleted), "cuptiActivityFlushAll");

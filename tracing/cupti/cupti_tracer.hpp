@@ -24,6 +24,14 @@
 
 namespace commtool::tracing {
 
+// The streams and events of a harness that issues NCCL work the way tracing/records.hpp's
+// OperationMark describes it (trace's collectives, diagnose ep's exchanges).
+struct HarnessHandles {
+  cudaStream_t producer = nullptr, nccl = nullptr, consumer = nullptr;
+  cudaEvent_t input_ready = nullptr;  // recorded on the producer stream
+  cudaEvent_t end = nullptr;          // recorded on the NCCL stream
+};
+
 class CuptiTracer {
  public:
   // Loads CUPTI, sets CLOCK_MONOTONIC timestamps and system thread ids (gettid), registers the
@@ -44,6 +52,11 @@ class CuptiTracer {
   // correlation id, synchronises that stream (bounded: a fresh event record cannot hang), flushes
   // and looks the id up. Call once per event, before the measured work.
   uint32_t event_id(cudaEvent_t event, cudaStream_t stream);
+
+  // CUPTI's ids of a harness's streams and events and of the calling thread, to stamp on each
+  // of its operation marks (seq and the host times left for the harness). Call once, before
+  // the traced work: it records each event once (event_id).
+  OperationMark mark_ids(const HarnessHandles& harness);
 
   // Flushes the completed buffers and hands over the records gathered since the last take,
   // normalised, with dropped_records summed from cuptiActivityGetNumDroppedRecords. Synchronise
