@@ -42,6 +42,7 @@ struct EpOptions {
   int iters = 20;
   int warmup = 5;
   std::string heatmap_file;
+  std::string trace_file;  // --trace: split each phase with CUPTI, write the Perfetto trace
 };
 
 int dispatch_bytes_per_element(const std::string& dtype) {
@@ -114,6 +115,15 @@ std::vector<tracing::EpScenario> scenarios(const reports::EpSetup& s) {
 
 int run_ep(const GlobalOptions& global, EpOptions& o) {
   if (!o.heatmap_file.empty()) reports::check_writable(o.heatmap_file);
+  if (!o.trace_file.empty()) {
+    if (o.dry_run) {
+      throw usage_error(fmt::format(
+          "--trace {}: --dry-run measures nothing, so there is nothing to trace; drop one of "
+          "them",
+          o.trace_file));
+    }
+    reports::check_writable(o.trace_file);
+  }
   if (o.ranks != 0 && !o.dry_run) {
     throw usage_error(fmt::format(
         "--ranks {}: a measured run has one rank per GPU (choose them with --devices); --ranks "
@@ -136,11 +146,15 @@ int run_ep(const GlobalOptions& global, EpOptions& o) {
     q.warmup = o.warmup;
     q.devices = global.device_indices;
     q.timeout_s = global.timeout_s;
+    q.trace = !o.trace_file.empty();
     measured = std::make_unique<tracing::EpMeasurement>(tracing::run_ep_measurement(q));
   }
   const reports::EpDiagnosis d = reports::diagnose_ep(setup, measured.get());
   if (!o.heatmap_file.empty()) {
     reports::write_atomically(o.heatmap_file, reports::ep_heat_map_svg(setup));
+  }
+  if (!o.trace_file.empty()) {
+    reports::write_atomically(o.trace_file, reports::ep_chrome_trace(*measured).dump() + "\n");
   }
   emit(global, global.json ? reports::ep_json(setup, d, measured.get())
                            : reports::ep_text(setup, d, measured.get()));
@@ -483,6 +497,10 @@ Runner register_diagnose(CLI::App& app, const GlobalOptions& global) {
       ->capture_default_str();
   ep->add_option("--heatmap", o->heatmap_file, "Write the dispatch matrix as an SVG heat map")
       ->type_name("FILE.svg");
+  ep->add_option("--trace", o->trace_file,
+                 "Run the turns again under CUPTI: split each phase into host enqueue, input "
+                 "wait, kernel and exposed wait per rank, and write a Chrome/Perfetto trace")
+      ->type_name("FILE.json");
   return [&global, o, a, ar] {
     if (ar->parsed()) return run_allreduce(global, *a);
     return run_ep(global, *o);

@@ -43,7 +43,7 @@ class Writer {
  public:
   explicit Writer(uint64_t origin) : origin_(origin) {}
 
-  void rank(int pid, const RecordSet& r) {
+  void rank(int pid, const RecordSet& r, const std::map<uint64_t, std::string>* names) {
     const tracing::OperationMark* op = r.operations.empty() ? nullptr : &r.operations.front();
     meta(pid, 0, "process_name", fmt::format("rank {}", pid));
     std::set<uint64_t> tracks;
@@ -58,10 +58,13 @@ class Writer {
       tracks.insert(range.thread);
     }
     for (const auto& o : r.operations) {
-      span(pid, o.thread, fmt::format("enqueue #{}", o.seq), "host", o.enqueue_start_ns,
-           o.enqueue_end_ns);
+      std::string what = fmt::format("#{}", o.seq);
+      if (names != nullptr) {
+        if (auto it = names->find(o.seq); it != names->end()) what = it->second + " " + what;
+      }
+      span(pid, o.thread, "enqueue " + what, "host", o.enqueue_start_ns, o.enqueue_end_ns);
       span(pid, o.thread,
-           fmt::format("wait #{}{}", o.seq, o.wait_polls ? " (host polling, not GPU time)" : ""),
+           fmt::format("wait {}{}", what, o.wait_polls ? " (host polling, not GPU time)" : ""),
            "host", o.wait_start_ns, o.wait_end_ns);
       tracks.insert(o.thread);
     }
@@ -159,7 +162,7 @@ json chrome_trace(const std::vector<RankRecords>& ranks) {
   if (origin == UINT64_MAX) origin = 0;
   Writer w(origin);
   for (const RankRecords& r : ranks)
-    w.rank(r.rank, *r.records);
+    w.rank(r.rank, *r.records, r.names);
   return w.finish();
 }
 

@@ -4,7 +4,9 @@
 // waited for it. Timestamps in microseconds from the run's first record.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "tracing/records.hpp"
@@ -14,6 +16,9 @@ namespace commtool::reports {
 struct RankRecords {
   int rank = 0;
   const tracing::RecordSet* records = nullptr;
+  // What each operation was, by seq ("routed dispatch"), for its host spans' names; an
+  // operation without one is named by its seq alone.
+  const std::map<uint64_t, std::string>* names = nullptr;
 };
 
 nlohmann::json chrome_trace(const std::vector<RankRecords>& ranks);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probes/measure/byte_size.hpp"
+#include "reports/summary_format.hpp"
 #include "reports/svg_plot.hpp"
 #include "reports/text_table.hpp"
 
@@ -28,10 +29,6 @@ std::string mib(uint64_t bytes) {
 
 double pct(double part, double whole) {
   return whole > 0 ? 100.0 * part / whole : 0.0;
-}
-
-std::string spread(const measure::Summary& s) {
-  return fmt::format("{:.1f} [{:.1f}-{:.1f}]", s.median, s.min, s.max);
 }
 
 // "12", "12 and 40", "12, 40 and 41"
@@ -224,11 +221,6 @@ std::string replication_finding(const EpSetup& s, bool measured) {
                      measured ? "" : " (planned; --dry-run measures nothing)");
 }
 
-json summary_json(const measure::Summary& s) {
-  return {{"n", s.n},     {"median", s.median}, {"min", s.min},
-          {"max", s.max}, {"p99", s.p99},       {"cv", s.cv}};
-}
-
 json phase_json(const PhaseFigures& p) {
   return {{"time_us", summary_json(p.time_us)},   {"bytes", p.bytes},
           {"moved_bytes", p.moved_bytes},         {"effective_gbps", p.effective_gbps},
@@ -281,6 +273,89 @@ std::string matrix_table(const ByteMatrix& m) {
     t.add_row(row);
   }
   return t.render();
+}
+
+std::string ratio_cell(const std::optional<double>& r) {
+  return r ? fmt::format("{:.2f}", *r) : "-";
+}
+
+std::string split_text(const EpSplit& split) {
+  TextTable t({"traffic", "phase", "host enqueue us", "input wait us", "kernel us",
+               "exposed wait us", "stream dep us", "start spread us", "traced/untraced"});
+  int exchanges = 0;
+  std::vector<std::string> costly;
+  for (const EpSplitRow& r : split.rows) {
+    t.add_row({r.scenario, r.phase, median_spread_us(r.host_enqueue_us),
+               median_spread_us(r.input_wait_us), median_spread_us(r.kernel_us),
+               median_spread_us(r.exposed_wait_us), median_spread_us(r.stream_dependency_us),
+               median_spread_us(r.start_spread_us), ratio_cell(r.traced_over_untraced)});
+    exchanges = std::max(exchanges, r.exchanges);
+    if (r.traced_over_untraced && *r.traced_over_untraced > 1 + kNoise) {
+      costly.push_back(fmt::format("{} {} x{:.2f}", r.scenario, r.phase, *r.traced_over_untraced));
+    }
+  }
+  std::string out = fmt::format(
+      "\nCUPTI split (--trace: the same turns again under CUPTI, after the timed pass; per "
+      "exchange the slowest rank, median [min-max] of {} exchanges. Host enqueue: host clock, "
+      "from the NCCL stream's wait for the input to the consumer stream's wait for the end; "
+      "input wait: the NCCL stream idle until the input was ready; kernel: first to last GPU "
+      "work of the group; exposed wait: the consumer stream idle until the end event; stream "
+      "dep: input ready to the consumer's first work; start spread: the last rank's kernel "
+      "start after the first's; traced/untraced: median CUDA-event time with and without "
+      "CUPTI)\n{}",
+      exchanges, t.render());
+
+  // Per rank, for the traffic under diagnosis (--json has every traffic).
+  for (const EpSplitRow& r : split.rows) {
+    if (r.scenario != kRouted) continue;
+    TextTable ranks({"rank", "host enqueue us", "kernel us", "kernel start lag us"});
+    for (size_t k = 0; k < r.rank_kernel_us.size(); ++k) {
+      ranks.add_row({std::to_string(k), fmt::format("{:.1f}", r.rank_host_enqueue_us[k]),
+                     fmt::format("{:.1f}", r.rank_kernel_us[k]),
+                     fmt::format("{:.1f}", r.rank_start_lag_us[k])});
+    }
+    out += fmt::format(
+        "\nPer rank, {} {} (medians over the traced exchanges; start lag: after the first "
+        "rank's kernel start, on the one clock all ranks' records share; it includes the "
+        "harness's barrier release and the rank's own input fill)\n{}",
+        r.scenario, r.phase, ranks.render());
+  }
+  for (const std::string& c : split.clock_notes)
+    out += "  clocks: " + c + "\n";
+  if (!costly.empty()) {
+    out += fmt::format(
+        "  tracing slowed {}: the split is of the traced pass; the Measured times above are "
+        "untraced\n",
+        fmt::join(costly, ", "));
+  }
+  for (const std::string& w : split.warnings)
+    out += "  warning: " + w + "\n";
+  return out;
+}
+
+json split_json(const EpSplit& split) {
+  json rows = json::array();
+  for (const EpSplitRow& r : split.rows) {
+    rows.push_back({{"scenario", r.scenario},
+                    {"phase", r.phase},
+                    {"exchanges", r.exchanges},
+                    {"host_enqueue_us", summary_json(r.host_enqueue_us)},
+                    {"input_wait_us", summary_json(r.input_wait_us)},
+                    {"kernel_us", summary_json(r.kernel_us)},
+                    {"exposed_wait_us", summary_json(r.exposed_wait_us)},
+                    {"stream_dependency_us", summary_json(r.stream_dependency_us)},
+                    {"start_spread_us", summary_json(r.start_spread_us)},
+                    {"traced_time_us", summary_json(r.traced_time_us)},
+                    {"traced_over_untraced",
+                     r.traced_over_untraced ? json(*r.traced_over_untraced) : json(nullptr)},
+                    {"rank_host_enqueue_us", r.rank_host_enqueue_us},
+                    {"rank_kernel_us", r.rank_kernel_us},
+                    {"rank_start_lag_us", r.rank_start_lag_us}});
+  }
+  return {{"rows", rows},
+          {"clock_notes", split.clock_notes},
+          {"warnings", split.warnings},
+          {"records", split.records}};
 }
 
 }  // namespace
@@ -337,7 +412,14 @@ EpDiagnosis diagnose_ep(const EpSetup& setup, const tracing::EpMeasurement* meas
       d.scenarios.push_back(std::move(f));
     }
   }
-  if (measured != nullptr) d.findings = measured_findings(setup, d);
+  if (measured != nullptr) {
+    d.findings = measured_findings(setup, d);
+    d.split = ep_split(*measured);
+    if (d.split) {
+      for (std::string& f : ep_split_findings(*d.split, kRouted))
+        d.findings.push_back(std::move(f));
+    }
+  }
   for (std::string& f : routing_findings(setup))
     d.findings.push_back(std::move(f));
   if (std::string r = replication_finding(setup, measured != nullptr); !r.empty()) {
@@ -410,7 +492,7 @@ std::string ep_text(const EpSetup& s, const EpDiagnosis& d,
       for (const auto& [phase, p, u] :
            {std::tuple{"dispatch", &f.dispatch, uniform ? &uniform->dispatch : nullptr},
             std::tuple{"combine", &f.combine, uniform ? &uniform->combine : nullptr}}) {
-        t.add_row({f.name, phase, spread(p->time_us), mib(p->moved_bytes),
+        t.add_row({f.name, phase, median_spread_us(p->time_us), mib(p->moved_bytes),
                    fmt::format("{:.2f}", p->effective_gbps),
                    fmt::format("{:.2f} (rank {})", p->bottleneck_gbps, p->bottleneck_rank),
                    std::to_string(p->slowest_rank),
@@ -428,6 +510,7 @@ std::string ep_text(const EpSetup& s, const EpDiagnosis& d,
         "evenly; replicated: the --replicate plan)\n{}",
         n, t.render());
   }
+  if (d.split) out += split_text(*d.split);
 
   out += "\nDiagnosis\n";
   for (const std::string& f : d.findings)
@@ -478,6 +561,7 @@ std::string ep_json(const EpSetup& s, const EpDiagnosis& d,
                            {"combine", phase_json(f.combine)}});
     }
     doc["scenarios"] = scenarios;
+    doc["split"] = d.split ? split_json(*d.split) : json(nullptr);
   }
   return doc.dump(2) + "\n";
 }

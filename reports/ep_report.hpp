@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "probes/measure/statistics.hpp"
+#include "reports/ep_split.hpp"
 #include "tracing/ep_measure.hpp"
 #include "tracing/ep_routing.hpp"
 
@@ -52,6 +53,7 @@ struct ScenarioFigures {
 
 struct EpDiagnosis {
   std::vector<ScenarioFigures> scenarios;  // empty for a dry run
+  std::optional<EpSplit> split;            // --trace: the CUPTI split of every phase
   std::vector<std::string> findings;       // plain sentences with their evidence
 };
 

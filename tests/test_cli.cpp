@@ -460,6 +460,24 @@ TEST(CliDiagnoseEp, HeatMapIsWrittenWholeAndNotOnFailure) {
   EXPECT_FALSE(fs::exists(bad));
 }
 
+// --trace is checked before anything runs: with --dry-run there is nothing to trace, and an
+// unwritable path is refused before a worker starts (exit 2, no file left behind).
+TEST(CliDiagnoseEp, TraceFileIsRefusedWithDryRunOrWhereItCannotBeWritten) {
+  TempDir dir;
+  const fs::path file = dir.path / "ep.json";
+  Result dry = run("diagnose ep --dry-run --ranks 4 --trace " + file.string());
+  EXPECT_EQ(dry.code, 2) << dry.out;
+  EXPECT_TRUE(contains(dry.out, "--trace " + file.string() + ": --dry-run measures nothing"))
+      << dry.out;
+  EXPECT_FALSE(fs::exists(file));
+  const fs::path nowhere = dir.path / "missing" / "ep.json";
+  Result unwritable =
+      run("diagnose ep --tokens 64 --experts 8 --topk 2 --trace " + nowhere.string());
+  EXPECT_EQ(unwritable.code, 2) << unwritable.out;
+  EXPECT_TRUE(contains(unwritable.out, nowhere.string())) << unwritable.out;
+  EXPECT_FALSE(fs::exists(nowhere.parent_path()));
+}
+
 TEST(CliDiagnoseEp, MeasuringWithoutAGpuIsExitCode3) {
   Result r = run("diagnose ep --tokens 64 --experts 8 --topk 2");
   if (r.code == 0) GTEST_SKIP() << "a GPU is present";

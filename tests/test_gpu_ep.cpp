@@ -4,6 +4,8 @@
 // back verified byte for byte. Timing is printed by the benchmarks, never asserted here.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -95,4 +97,77 @@ TEST(GpuEp, CliMeasuresWhatTheDryRunPlans) {
       EXPECT_GT(s.at(phase).at("time_us").at("median").get<double>(), 0.0) << s.dump();
     }
   }
+}
+
+// --trace runs the turns again under CUPTI: every rank returns one operation mark per measured
+// exchange of the traced pass, each named in the exchange list, and CUPTI saw GPU work.
+TEST(GpuEp, TracedPassMarksEveryExchangeOnEveryRank) {
+  const int n = ep_rank_count({});
+  EpMeasureRequest q;
+  q.executable = COMMTOOL_BINARY;
+  q.iters = 3;
+  q.warmup = 1;
+  q.timeout_s = 30;
+  q.trace = true;
+  q.scenarios = {{"odd", odd_matrix(n, 12345), odd_matrix(n, 777)},
+                 {"large", odd_matrix(n, 16u << 20), odd_matrix(n, 1)}};
+  const EpMeasurement m = run_ep_measurement(q);
+  ASSERT_EQ(m.traces.size(), static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const EpRankTrace& t = m.traces[static_cast<size_t>(r)];
+    EXPECT_EQ(t.rank, r);
+    ASSERT_EQ(t.exchanges.size(), 3u * 2 * 2) << "rank " << r;
+    ASSERT_EQ(t.records.operations.size(), t.exchanges.size()) << "rank " << r;
+    for (size_t i = 0; i < t.exchanges.size(); ++i) {
+      EXPECT_EQ(t.records.operations[i].seq, t.exchanges[i].seq);
+      EXPECT_GT(t.exchanges[i].time_us, 0.0);
+    }
+    EXPECT_FALSE(t.records.gpu.empty()) << "rank " << r;
+    EXPECT_FALSE(t.clock_note.empty());
+  }
+  // The timed pass is untouched by the traced one.
+  for (const EpScenarioTimes& s : m.scenarios)
+    EXPECT_EQ(s.dispatch.slowest_us.size(), 3u) << s.name;
+}
+
+// What a user runs: diagnose ep --trace prints the split of every phase with an interval for
+// every traced exchange, no attribution warning, and writes a Perfetto trace whose host spans
+// name the traffic and phase.
+TEST(GpuEp, CliTraceSplitsEveryPhaseAndWritesThePerfettoTrace) {
+  const std::string file = ::testing::TempDir() + "commtool-ep-trace.json";
+  std::remove(file.c_str());
+  const cli_test::CliResult r = cli_test::run_commtool(
+      "diagnose ep --tokens 256 --hidden 512 --experts 8 --topk 2 --skew hot:1:0.5 -n 4 -w 1 "
+      "--json --trace " +
+          file,
+      false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  const nlohmann::json& split = doc.at("split");
+  ASSERT_TRUE(split.is_object()) << r.out;
+  EXPECT_TRUE(split.at("warnings").empty()) << split.at("warnings").dump(2);
+  ASSERT_EQ(split.at("rows").size(), 2 * doc.at("scenarios").size());
+  for (const nlohmann::json& row : split.at("rows")) {
+    EXPECT_EQ(row.at("exchanges").get<int>(), 4) << row.dump();
+    for (const char* interval : {"host_enqueue_us", "kernel_us", "input_wait_us"}) {
+      ASSERT_TRUE(row.at(interval).is_object()) << interval << " " << row.dump();
+      EXPECT_EQ(row.at(interval).at("n").get<int>(), 4) << interval << " " << row.dump();
+    }
+    EXPECT_GT(row.at("kernel_us").at("median").get<double>(), 0.0) << row.dump();
+    EXPECT_TRUE(row.at("traced_over_untraced").is_number()) << row.dump();
+  }
+  std::ifstream in(file);
+  ASSERT_TRUE(in.good()) << file << " was not written";
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  int dispatch_spans = 0, gpu_spans = 0;
+  for (const nlohmann::json& e : trace.at("traceEvents")) {
+    if (e.value("ph", "") != "X") continue;
+    if (e.at("name").get<std::string>().rfind("enqueue routed dispatch #", 0) == 0) {
+      ++dispatch_spans;
+    }
+    if (e.value("cat", "") == "gpu") ++gpu_spans;
+  }
+  EXPECT_EQ(dispatch_spans, 4 * ep_rank_count({}));
+  EXPECT_GT(gpu_spans, 0);
+  std::remove(file.c_str());
 }

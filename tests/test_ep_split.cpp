@@ -1,0 +1,132 @@
+// diagnose ep --trace: the split of every traced exchange gathered per traffic and phase, on
+// synthetic records (tests/synthetic_records.hpp): slowest rank per exchange, per-rank medians,
+// kernel start lags across ranks, the traced/untraced ratio, the host-bound finding and the
+// Perfetto trace's names.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "reports/ep_split.hpp"
+#include "synthetic_records.hpp"
+
+using namespace commtool;
+using namespace commtool::reports;
+using namespace synthetic_records;
+
+namespace {
+
+constexpr uint64_t kTurn = 100000;  // ns between exchanges
+
+// `turns` turns over routed and uniform dispatch and combine (the order diagnose ep runs them),
+// on `ranks` ranks. Rank r's exchanges run `lag_ns * r` later and its kernels `longer_ns * r`
+// longer; every exchange's CUDA-event time is 10 us (traced) and the untraced times are 8 us.
+tracing::EpMeasurement measurement(int ranks, int turns, uint64_t lag_ns, uint64_t longer_ns) {
+  tracing::EpMeasurement m;
+  m.nranks = ranks;
+  const std::vector<std::pair<std::string, std::string>> phases = {{"routed", "dispatch"},
+                                                                   {"routed", "combine"},
+                                                                   {"uniform", "dispatch"},
+                                                                   {"uniform", "combine"}};
+  for (const char* name : {"routed", "uniform"}) {
+    tracing::EpScenarioTimes t;
+    t.name = name;
+    t.dispatch.slowest_us.assign(static_cast<size_t>(turns), 8.0);
+    t.combine.slowest_us.assign(static_cast<size_t>(turns), 8.0);
+    m.scenarios.push_back(t);
+  }
+  for (int r = 0; r < ranks; ++r) {
+    tracing::EpRankTrace t;
+    t.rank = r;
+    t.clock_note = "CLOCK_MONOTONIC via the timestamp callback";
+    uint64_t seq = 100;  // the traced pass follows the timed one
+    for (int i = 0; i < turns; ++i) {
+      for (const auto& [scenario, phase] : phases) {
+        RecordSet op = one_operation(seq * kTurn + lag_ns * static_cast<uint64_t>(r), seq,
+                                     static_cast<uint32_t>(10 * seq));
+        op.gpu[1].end_ns += longer_ns * static_cast<uint64_t>(r);
+        op.events[1].device_ns += longer_ns * static_cast<uint64_t>(r);
+        op.gpu[2].start_ns += longer_ns * static_cast<uint64_t>(r);  // the consumer follows
+        op.gpu[2].end_ns += longer_ns * static_cast<uint64_t>(r);
+        merge(t.records, op);
+        t.exchanges.push_back({seq, scenario, phase, 10.0});
+        ++seq;
+      }
+    }
+    m.traces.push_back(std::move(t));
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST(EpSplit, NothingWithoutATracedPass) {
+  tracing::EpMeasurement m = measurement(2, 3, 0, 0);
+  m.traces.clear();
+  EXPECT_FALSE(ep_split(m).has_value());
+}
+
+TEST(EpSplit, EachPhaseTakesTheSlowestRankPerExchange) {
+  // Rank 1 starts 500 ns later and its kernel runs 1000 ns longer (3 us against 2 us).
+  const std::optional<EpSplit> s = ep_split(measurement(2, 3, 500, 1000));
+  ASSERT_TRUE(s.has_value());
+  ASSERT_EQ(s->rows.size(), 4u);
+  EXPECT_EQ(s->rows[0].scenario + " " + s->rows[0].phase, "routed dispatch");
+  EXPECT_EQ(s->rows[3].scenario + " " + s->rows[3].phase, "uniform combine");
+  EXPECT_TRUE(s->warnings.empty()) << s->warnings.front();
+  for (const EpSplitRow& row : s->rows) {
+    EXPECT_EQ(row.exchanges, 3);
+    EXPECT_EQ(row.kernel_us.n, 3);
+    EXPECT_DOUBLE_EQ(row.kernel_us.median, 3.0);  // rank 1's
+    EXPECT_DOUBLE_EQ(row.host_enqueue_us.median, 0.05);
+    EXPECT_DOUBLE_EQ(row.input_wait_us.median, 0.892);
+    EXPECT_DOUBLE_EQ(row.start_spread_us.median, 0.5);
+    ASSERT_EQ(row.rank_kernel_us.size(), 2u);
+    EXPECT_DOUBLE_EQ(row.rank_kernel_us[0], 2.0);
+    EXPECT_DOUBLE_EQ(row.rank_kernel_us[1], 3.0);
+    EXPECT_DOUBLE_EQ(row.rank_start_lag_us[0], 0.0);
+    EXPECT_DOUBLE_EQ(row.rank_start_lag_us[1], 0.5);
+    EXPECT_DOUBLE_EQ(row.traced_time_us.median, 10.0);
+    ASSERT_TRUE(row.traced_over_untraced.has_value());
+    EXPECT_DOUBLE_EQ(*row.traced_over_untraced, 10.0 / 8.0);
+  }
+  ASSERT_EQ(s->clock_notes.size(), 1u);  // the same note from both ranks, once
+  EXPECT_GT(s->records, 0u);
+}
+
+TEST(EpSplit, ARankWithoutItsRecordsIsNamedAndTheOthersStillCount) {
+  tracing::EpMeasurement m = measurement(2, 2, 0, 1000);
+  m.traces[1].records.gpu.clear();  // rank 1's kernels were lost
+  const std::optional<EpSplit> s = ep_split(m);
+  ASSERT_TRUE(s.has_value());
+  ASSERT_FALSE(s->warnings.empty());
+  EXPECT_EQ(s->warnings.front().rfind("rank 1: ", 0), 0u) << s->warnings.front();
+  EXPECT_EQ(s->rows[0].kernel_us.n, 2);
+  EXPECT_DOUBLE_EQ(s->rows[0].kernel_us.median, 2.0);  // rank 0's: the only one there
+}
+
+TEST(EpSplit, HostBoundPhasesOfTheRoutedTrafficAreAFinding) {
+  tracing::EpMeasurement m = measurement(2, 3, 0, 0);
+  EXPECT_TRUE(ep_split_findings(*ep_split(m), "routed").empty());  // 0.05 us to enqueue, 2 us
+  for (tracing::EpRankTrace& t : m.traces) {
+    for (OperationMark& op : t.records.operations)
+      op.enqueue_end_ns = op.enqueue_start_ns + 5000;
+  }
+  const std::vector<std::string> f = ep_split_findings(*ep_split(m), "routed");
+  ASSERT_EQ(f.size(), 2u);  // dispatch and combine; uniform is not under diagnosis
+  EXPECT_EQ(f[0].rfind("routed dispatch: the host takes 5.0 us to enqueue", 0), 0u) << f[0];
+  EXPECT_NE(f[0].find("no less than the 2.0 us its GPU work takes"), std::string::npos) << f[0];
+  EXPECT_EQ(f[1].rfind("routed combine:", 0), 0u) << f[1];
+}
+
+TEST(EpSplit, PerfettoTraceNamesEachExchangeByTrafficAndPhase) {
+  const tracing::EpMeasurement m = measurement(2, 1, 0, 0);
+  const nlohmann::json trace = ep_chrome_trace(m);
+  int routed_dispatch = 0, uniform_combine = 0;
+  for (const nlohmann::json& e : trace.at("traceEvents")) {
+    const std::string name = e.value("name", "");
+    routed_dispatch += name == "enqueue routed dispatch #100";
+    uniform_combine += name == "enqueue uniform combine #103";
+  }
+  EXPECT_EQ(routed_dispatch, 2);  // once per rank
+  EXPECT_EQ(uniform_combine, 2);
+}
