@@ -29,15 +29,21 @@ ByteMatrix odd_matrix(int n, uint64_t base) {
   return m;
 }
 
-}  // namespace
-
-TEST(GpuEp, EveryScenarioAndPhaseRunsVerifiedOnEveryRank) {
-  const int n = ep_rank_count({});
+// Three measured exchanges per phase after one warm-up, run by the commtool binary.
+EpMeasureRequest short_request() {
   EpMeasureRequest q;
   q.executable = COMMTOOL_BINARY;
   q.iters = 3;
   q.warmup = 1;
   q.timeout_s = 30;
+  return q;
+}
+
+}  // namespace
+
+TEST(GpuEp, EveryScenarioAndPhaseRunsVerifiedOnEveryRank) {
+  const int n = ep_rank_count({});
+  EpMeasureRequest q = short_request();
   ByteMatrix empty(static_cast<size_t>(n), std::vector<uint64_t>(static_cast<size_t>(n), 0));
   q.scenarios = {{"odd", odd_matrix(n, 12345), odd_matrix(n, 777)},
                  {"large", odd_matrix(n, 64u << 20), odd_matrix(n, 1)},
@@ -103,11 +109,7 @@ TEST(GpuEp, CliMeasuresWhatTheDryRunPlans) {
 // exchange of the traced pass, each named in the exchange list, and CUPTI saw GPU work.
 TEST(GpuEp, TracedPassMarksEveryExchangeOnEveryRank) {
   const int n = ep_rank_count({});
-  EpMeasureRequest q;
-  q.executable = COMMTOOL_BINARY;
-  q.iters = 3;
-  q.warmup = 1;
-  q.timeout_s = 30;
+  EpMeasureRequest q = short_request();
   q.trace = true;
   q.scenarios = {{"odd", odd_matrix(n, 12345), odd_matrix(n, 777)},
                  {"large", odd_matrix(n, 16u << 20), odd_matrix(n, 1)}};
