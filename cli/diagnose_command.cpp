@@ -114,7 +114,7 @@ std::vector<tracing::EpScenario> scenarios(const reports::EpSetup& s) {
 }
 
 int run_ep(const GlobalOptions& global, EpOptions& o) {
-  if (!o.heatmap_file.empty()) reports::check_writable(o.heatmap_file);
+  if (!o.heatmap_file.empty()) reports::check_writable(o.heatmap_file, "--heatmap");
   if (!o.trace_file.empty()) {
     if (o.dry_run) {
       throw usage_error(fmt::format(
@@ -122,7 +122,7 @@ int run_ep(const GlobalOptions& global, EpOptions& o) {
           "them",
           o.trace_file));
     }
-    reports::check_writable(o.trace_file);
+    reports::check_writable(o.trace_file, "--trace");
   }
   if (o.ranks != 0 && !o.dry_run) {
     throw usage_error(fmt::format(
@@ -151,10 +151,11 @@ int run_ep(const GlobalOptions& global, EpOptions& o) {
   }
   const reports::EpDiagnosis d = reports::diagnose_ep(setup, measured.get());
   if (!o.heatmap_file.empty()) {
-    reports::write_atomically(o.heatmap_file, reports::ep_heat_map_svg(setup));
+    reports::write_atomically(o.heatmap_file, reports::ep_heat_map_svg(setup), "--heatmap");
   }
   if (!o.trace_file.empty()) {
-    reports::write_atomically(o.trace_file, reports::ep_chrome_trace(*measured).dump() + "\n");
+    reports::write_atomically(o.trace_file, reports::ep_chrome_trace(*measured).dump() + "\n",
+                              "--trace");
   }
   emit(global, global.json ? reports::ep_json(setup, d, measured.get())
                            : reports::ep_text(setup, d, measured.get()));
@@ -361,7 +362,7 @@ std::string allreduce_plot(const reports::AllReduceSweep& sweep) {
 }
 
 int run_allreduce(const GlobalOptions& global, const AllReduceOptions& o) {
-  if (!o.plot_file.empty()) reports::check_writable(o.plot_file);
+  if (!o.plot_file.empty()) reports::check_writable(o.plot_file, "--plot");
   const std::vector<uint64_t> sizes = size_sweep(o.minbytes, o.maxbytes, o.stepfactor);
   const auto t = tracing::parse_data_type(o.dtype);
   if (!t) {
@@ -408,7 +409,7 @@ int run_allreduce(const GlobalOptions& global, const AllReduceOptions& o) {
   }
 
   const reports::AllReduceDiagnosis d = reports::diagnose_allreduce(sweep, options);
-  if (!o.plot_file.empty()) reports::write_atomically(o.plot_file, allreduce_plot(sweep));
+  if (!o.plot_file.empty()) reports::write_atomically(o.plot_file, allreduce_plot(sweep), "--plot");
   if (global.json) {
     nlohmann::json doc = nlohmann::json::parse(reports::allreduce_json(sweep, d));
     doc["notes"] = notes;

@@ -140,7 +140,7 @@ tracing::TraceRequest build_request(const GlobalOptions& global, TraceOptions& o
 
 int run_trace_command(const GlobalOptions& global, TraceOptions& o) {
   tracing::TraceRequest q = build_request(global, o);
-  if (!o.trace_file.empty()) reports::check_writable(o.trace_file);
+  if (!o.trace_file.empty()) reports::check_writable(o.trace_file, "--trace");
   tracing::TraceRun run = tracing::run_trace(q);
   run.meta.commtool_version =
       fmt::format("{} (git {})", build_info::kVersion, build_info::kGitCommit);
@@ -153,7 +153,8 @@ int run_trace_command(const GlobalOptions& global, TraceOptions& o) {
 int report_run(const GlobalOptions& global, const tracing::TraceRun& run,
                const std::string& trace_file) {
   if (!trace_file.empty()) {
-    reports::write_atomically(trace_file, reports::trace_run_to_chrome(run).dump() + "\n");
+    reports::write_atomically(trace_file, reports::trace_run_to_chrome(run).dump() + "\n",
+                              "--trace");
   }
   tracing::TraceReport report = tracing::analyse(run);
   emit(global, global.json ? reports::trace_to_json(report).dump(2) + "\n"
@@ -232,7 +233,7 @@ Runner register_report(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--trace", *trace_file, "Write a Chrome/Perfetto trace (JSON) to FILE")
       ->type_name("FILE");
   return [&global, dir, trace_file] {
-    if (!trace_file->empty()) reports::check_writable(*trace_file);
+    if (!trace_file->empty()) reports::check_writable(*trace_file, "--trace");
     return report_run(global, tracing::load_run(*dir), *trace_file);
   };
 }

@@ -177,7 +177,7 @@ void check_save_target(const fs::path& dir) {
 
 void write_file(const fs::path& path, const std::string& content) {
   try {
-    reports::write_atomically(path.string(), content);
+    reports::write_atomically(path.string(), content, "--save");
   } catch (const Error& e) {
     throw Error(ExitCode::kEnvironment, fmt::format("cannot save the run: {}", e.what()));
   }
