@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "tracing/ep_measure.hpp"
 #include "tracing/records.hpp"
 
 namespace synthetic_records {
@@ -53,6 +54,38 @@ inline void merge(RecordSet& into, const RecordSet& from) {
                            from.stream_waits.end());
   into.events.insert(into.events.end(), from.events.begin(), from.events.end());
   into.operations.insert(into.operations.end(), from.operations.begin(), from.operations.end());
+}
+
+// A traced pass of diagnose ep over m.scenarios on m.nranks ranks: `turns` turns of every
+// scenario's dispatch then combine, one operation each (seq from 100: the timed pass came
+// first), each exchange's CUDA-event time `traced_us`. Rank r's operations run `lag_ns * r`
+// later and its kernels `longer_ns * r` longer.
+inline void add_ep_traces(EpMeasurement& m, int turns, uint64_t lag_ns, uint64_t longer_ns,
+                          double traced_us) {
+  constexpr uint64_t kTurn = 100000;  // ns between exchanges
+  for (int r = 0; r < m.nranks; ++r) {
+    EpRankTrace t;
+    t.rank = r;
+    t.clock_note = "CLOCK_MONOTONIC via the timestamp callback";
+    const uint64_t lag = lag_ns * static_cast<uint64_t>(r);
+    const uint64_t longer = longer_ns * static_cast<uint64_t>(r);
+    uint64_t seq = 100;
+    for (int i = 0; i < turns; ++i) {
+      for (const EpScenarioTimes& s : m.scenarios) {
+        for (const char* phase : {"dispatch", "combine"}) {
+          RecordSet op = one_operation(seq * kTurn + lag, seq, static_cast<uint32_t>(10 * seq));
+          op.gpu[1].end_ns += longer;  // the NCCL work, its end event and the consumer after it
+          op.events[1].device_ns += longer;
+          op.gpu[2].start_ns += longer;
+          op.gpu[2].end_ns += longer;
+          merge(t.records, op);
+          t.exchanges.push_back({seq, s.name, phase, traced_us});
+          ++seq;
+        }
+      }
+    }
+    m.traces.push_back(std::move(t));
+  }
 }
 
 }  // namespace synthetic_records

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "reports/ep_report.hpp"
+#include "synthetic_records.hpp"
 
 using namespace commtool;
 using namespace commtool::reports;
@@ -173,4 +175,30 @@ TEST(EpReport, JsonAndHeatMapCarryTheMatrix) {
     ++cells;
   EXPECT_EQ(cells, 4u);
   EXPECT_NE(svg.find("src 0 -&gt; dst 0"), std::string::npos);
+}
+
+// --trace: the split is its own section of the text (every traffic and phase, then the routed
+// traffic per rank) and of the JSON; an untraced run has neither.
+TEST(EpReport, TracedRunAddsTheSplitToTextAndJson) {
+  const EpSetup s = skewed_setup(1);
+  EpMeasurement m = measurement(20, 12);
+  const EpDiagnosis untraced = diagnose_ep(s, &m);
+  EXPECT_FALSE(untraced.split.has_value());
+  EXPECT_EQ(ep_text(s, untraced, &m).find("CUPTI split"), std::string::npos);
+  EXPECT_NE(ep_json(s, untraced, &m).find("\"split\": null"), std::string::npos);
+
+  synthetic_records::add_ep_traces(m, 3, 500, 1000, 25.0);
+  const EpDiagnosis d = diagnose_ep(s, &m);
+  ASSERT_TRUE(d.split.has_value());
+  EXPECT_EQ(d.split->rows.size(), 6u);  // three traffics, two phases
+  const std::string text = ep_text(s, d, &m);
+  EXPECT_NE(text.find("CUPTI split (--trace"), std::string::npos) << text;
+  EXPECT_NE(text.find("Per rank, routed dispatch"), std::string::npos) << text;
+  EXPECT_NE(text.find("Per rank, routed combine"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Per rank, uniform"), std::string::npos) << text;
+  // 25 us traced against the routed dispatch's 20 us untraced median: tracing's cost is said.
+  EXPECT_NE(text.find("tracing slowed routed dispatch x1.25"), std::string::npos) << text;
+  const nlohmann::json doc = nlohmann::json::parse(ep_json(s, d, &m));
+  ASSERT_EQ(doc.at("split").at("rows").size(), 6u);
+  EXPECT_DOUBLE_EQ(doc.at("split").at("rows")[0].at("rank_start_lag_us")[1].get<double>(), 0.5);
 }

@@ -15,18 +15,12 @@ using namespace synthetic_records;
 
 namespace {
 
-constexpr uint64_t kTurn = 100000;  // ns between exchanges
-
-// `turns` turns over routed and uniform dispatch and combine (the order diagnose ep runs them),
-// on `ranks` ranks. Rank r's exchanges run `lag_ns * r` later and its kernels `longer_ns * r`
-// longer; every exchange's CUDA-event time is 10 us (traced) and the untraced times are 8 us.
+// Routed and uniform traffic on `ranks` ranks, `turns` traced turns (tests/synthetic_records.hpp:
+// rank r `lag_ns * r` later, its kernels `longer_ns * r` longer); every exchange's CUDA-event time
+// is 10 us traced and 8 us untraced.
 tracing::EpMeasurement measurement(int ranks, int turns, uint64_t lag_ns, uint64_t longer_ns) {
   tracing::EpMeasurement m;
   m.nranks = ranks;
-  const std::vector<std::pair<std::string, std::string>> phases = {{"routed", "dispatch"},
-                                                                   {"routed", "combine"},
-                                                                   {"uniform", "dispatch"},
-                                                                   {"uniform", "combine"}};
   for (const char* name : {"routed", "uniform"}) {
     tracing::EpScenarioTimes t;
     t.name = name;
@@ -34,26 +28,7 @@ tracing::EpMeasurement measurement(int ranks, int turns, uint64_t lag_ns, uint64
     t.combine.slowest_us.assign(static_cast<size_t>(turns), 8.0);
     m.scenarios.push_back(t);
   }
-  for (int r = 0; r < ranks; ++r) {
-    tracing::EpRankTrace t;
-    t.rank = r;
-    t.clock_note = "CLOCK_MONOTONIC via the timestamp callback";
-    uint64_t seq = 100;  // the traced pass follows the timed one
-    for (int i = 0; i < turns; ++i) {
-      for (const auto& [scenario, phase] : phases) {
-        RecordSet op = one_operation(seq * kTurn + lag_ns * static_cast<uint64_t>(r), seq,
-                                     static_cast<uint32_t>(10 * seq));
-        op.gpu[1].end_ns += longer_ns * static_cast<uint64_t>(r);
-        op.events[1].device_ns += longer_ns * static_cast<uint64_t>(r);
-        op.gpu[2].start_ns += longer_ns * static_cast<uint64_t>(r);  // the consumer follows
-        op.gpu[2].end_ns += longer_ns * static_cast<uint64_t>(r);
-        merge(t.records, op);
-        t.exchanges.push_back({seq, scenario, phase, 10.0});
-        ++seq;
-      }
-    }
-    m.traces.push_back(std::move(t));
-  }
+  add_ep_traces(m, turns, lag_ns, longer_ns, 10.0);
   return m;
 }
 
