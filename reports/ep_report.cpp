@@ -306,19 +306,31 @@ std::string split_text(const EpSplit& split) {
       exchanges, t.render());
 
   // Per rank, for the traffic under diagnosis (--json has every traffic).
+  std::vector<const EpSplitRow*> routed;
   for (const EpSplitRow& r : split.rows) {
-    if (r.scenario != kRouted) continue;
-    TextTable ranks({"rank", "host enqueue us", "kernel us", "kernel start lag us"});
-    for (size_t k = 0; k < r.rank_kernel_us.size(); ++k) {
-      ranks.add_row({std::to_string(k), fmt::format("{:.1f}", r.rank_host_enqueue_us[k]),
-                     fmt::format("{:.1f}", r.rank_kernel_us[k]),
-                     fmt::format("{:.1f}", r.rank_start_lag_us[k])});
+    if (r.scenario == kRouted) routed.push_back(&r);
+  }
+  if (!routed.empty()) {
+    std::vector<std::string> header = {"rank"};
+    for (const EpSplitRow* r : routed) {
+      for (const char* what : {"enqueue us", "kernel us", "start lag us"})
+        header.push_back(fmt::format("{} {}", r->phase, what));
+    }
+    TextTable ranks(header);
+    for (size_t k = 0; k < routed.front()->rank_kernel_us.size(); ++k) {
+      std::vector<std::string> cells = {std::to_string(k)};
+      for (const EpSplitRow* r : routed) {
+        for (const std::vector<double>* v :
+             {&r->rank_host_enqueue_us, &r->rank_kernel_us, &r->rank_start_lag_us})
+          cells.push_back(fmt::format("{:.1f}", v->at(k)));
+      }
+      ranks.add_row(cells);
     }
     out += fmt::format(
-        "\nPer rank, {} {} (medians over the traced exchanges; start lag: after the first "
-        "rank's kernel start, on the one clock all ranks' records share; it includes the "
-        "harness's barrier release and the rank's own input fill)\n{}",
-        r.scenario, r.phase, ranks.render());
+        "\nPer rank, routed traffic (medians over the traced exchanges; start lag: the rank's "
+        "kernel start after the first rank's, on the one clock all ranks' records share; it "
+        "includes the harness's barrier release and the rank's own input fill)\n{}",
+        ranks.render());
   }
   for (const std::string& c : split.clock_notes)
     out += "  clocks: " + c + "\n";

@@ -193,9 +193,10 @@ TEST(EpReport, TracedRunAddsTheSplitToTextAndJson) {
   EXPECT_EQ(d.split->rows.size(), 6u);  // three traffics, two phases
   const std::string text = ep_text(s, d, &m);
   EXPECT_NE(text.find("CUPTI split (--trace"), std::string::npos) << text;
-  EXPECT_NE(text.find("Per rank, routed dispatch"), std::string::npos) << text;
-  EXPECT_NE(text.find("Per rank, routed combine"), std::string::npos) << text;
-  EXPECT_EQ(text.find("Per rank, uniform"), std::string::npos) << text;
+  EXPECT_NE(text.find("Per rank, routed traffic"), std::string::npos) << text;
+  EXPECT_NE(text.find("dispatch start lag us  combine enqueue us"), std::string::npos) << text;
+  EXPECT_NE(text.find("  1     0.1                  3.0                 0.5"), std::string::npos)
+      << text;
   // 25 us traced against the routed dispatch's 20 us untraced median: tracing's cost is said.
   EXPECT_NE(text.find("tracing slowed routed dispatch x1.25"), std::string::npos) << text;
   const nlohmann::json doc = nlohmann::json::parse(ep_json(s, d, &m));
