@@ -222,10 +222,15 @@ std::string replication_finding(const EpSetup& s, bool measured) {
 }
 
 json phase_json(const PhaseFigures& p) {
-  return {{"time_us", summary_json(p.time_us)},   {"bytes", p.bytes},
-          {"moved_bytes", p.moved_bytes},         {"effective_gbps", p.effective_gbps},
-          {"bottleneck_rank", p.bottleneck_rank}, {"bottleneck_bytes", p.bottleneck_bytes},
-          {"bottleneck_gbps", p.bottleneck_gbps}, {"rank_median_us", p.rank_median_us},
+  return {{"time_us", summary_json(p.time_us)},
+          {"host_enqueue_us", summary_json(p.host_enqueue_us)},
+          {"bytes", p.bytes},
+          {"moved_bytes", p.moved_bytes},
+          {"effective_gbps", p.effective_gbps},
+          {"bottleneck_rank", p.bottleneck_rank},
+          {"bottleneck_bytes", p.bottleneck_bytes},
+          {"bottleneck_gbps", p.bottleneck_gbps},
+          {"rank_median_us", p.rank_median_us},
           {"slowest_rank", p.slowest_rank}};
 }
 
@@ -280,9 +285,9 @@ std::string ratio_cell(const std::optional<double>& r) {
 }
 
 std::string split_text(const EpSplit& split) {
-  TextTable t({"traffic", "phase", "host enqueue us", "input wait us", "kernel us",
+  TextTable t({"traffic", "phase", "host enqueue us (traced)", "input wait us", "kernel us",
                "exposed wait us", "stream dep us", "start spread us", "traced/untraced"});
-  int exchanges = 0;
+  int exchanges = 0, by_nccl_thread = 0, rank_exchanges = 0;
   std::vector<std::string> costly;
   for (const EpSplitRow& r : split.rows) {
     t.add_row({r.scenario, r.phase, median_spread_us(r.host_enqueue_us),
@@ -290,6 +295,8 @@ std::string split_text(const EpSplit& split) {
                median_spread_us(r.exposed_wait_us), median_spread_us(r.stream_dependency_us),
                median_spread_us(r.start_spread_us), ratio_cell(r.traced_over_untraced)});
     exchanges = std::max(exchanges, r.exchanges);
+    by_nccl_thread += r.launched_by_nccl_thread;
+    rank_exchanges += r.exchanges * static_cast<int>(r.rank_kernel_us.size());
     if (r.traced_over_untraced && *r.traced_over_untraced > 1 + kNoise) {
       costly.push_back(fmt::format("{} {} x{:.2f}", r.scenario, r.phase, *r.traced_over_untraced));
     }
@@ -334,6 +341,13 @@ std::string split_text(const EpSplit& split) {
   }
   for (const std::string& c : split.clock_notes)
     out += "  clocks: " + c + "\n";
+  if (by_nccl_thread > 0) {
+    out += fmt::format(
+        "  NCCL launched {} of {} traced exchanges' GPU work from a thread of its own (the "
+        "communicators are non-blocking, so that a stuck one can be aborted): the host enqueue "
+        "includes that hand-off, and under CUPTI the thread's start-up\n",
+        by_nccl_thread, rank_exchanges);
+  }
   if (!costly.empty()) {
     out += fmt::format(
         "  tracing slowed {}: the split is of the traced pass; the Measured times above are "
@@ -375,6 +389,7 @@ json split_json(const EpSplit& split) {
 PhaseFigures phase_figures(const ByteMatrix& matrix, const tracing::PhaseTimes& times) {
   PhaseFigures p;
   p.time_us = measure::summarize(times.slowest_us);
+  p.host_enqueue_us = measure::summarize(measure::slowest_per_operation(times.rank_enqueue_us));
   std::vector<uint64_t> received(matrix.size(), 0);
   for (size_t src = 0; src < matrix.size(); ++src) {
     for (size_t dst = 0; dst < matrix[src].size(); ++dst) {
@@ -498,13 +513,14 @@ std::string ep_text(const EpSetup& s, const EpDiagnosis& d,
 
   if (!d.scenarios.empty()) {
     const ScenarioFigures* uniform = find(d, kUniform);
-    TextTable t({"traffic", "phase", "time us", "MiB between ranks", "effective GB/s",
-                 "bottleneck GB/s", "slowest rank", "vs uniform"});
+    TextTable t({"traffic", "phase", "time us", "host enqueue us", "MiB between ranks",
+                 "effective GB/s", "bottleneck GB/s", "slowest rank", "vs uniform"});
     for (const ScenarioFigures& f : d.scenarios) {
       for (const auto& [phase, p, u] :
            {std::tuple{"dispatch", &f.dispatch, uniform ? &uniform->dispatch : nullptr},
             std::tuple{"combine", &f.combine, uniform ? &uniform->combine : nullptr}}) {
-        t.add_row({f.name, phase, median_spread_us(p->time_us), mib(p->moved_bytes),
+        t.add_row({f.name, phase, median_spread_us(p->time_us),
+                   median_spread_us(p->host_enqueue_us), mib(p->moved_bytes),
                    fmt::format("{:.2f}", p->effective_gbps),
                    fmt::format("{:.2f} (rank {})", p->bottleneck_gbps, p->bottleneck_rank),
                    std::to_string(p->slowest_rank),
@@ -514,9 +530,9 @@ std::string ep_text(const EpSetup& s, const EpDiagnosis& d,
     const int n = d.scenarios.front().dispatch.time_us.n;
     out += fmt::format(
         "\nMeasured (grouped ncclSend/ncclRecv, every byte checked, the traffics taking turns; "
-        "time: "
-        "CUDA events on the NCCL stream, median [min-max] of {} operations, each at its slowest "
-        "rank; effective: bytes "
+        "time: CUDA events on the NCCL stream, median [min-max] of {} operations, each at its "
+        "slowest rank; host enqueue: host clock, from the NCCL stream's wait for the input to "
+        "the consumer stream's wait for the end, the whole group; effective: bytes "
         "between ranks / median; bottleneck: the most one rank receives from the others / "
         "median, nccl-tests' alltoall busbw for uniform traffic; uniform: the same bytes spread "
         "evenly; replicated: the --replicate plan)\n{}",

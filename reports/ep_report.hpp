@@ -34,11 +34,12 @@ inline constexpr const char* kUniform = "uniform";
 inline constexpr const char* kReplicated = "replicated";
 
 struct PhaseFigures {
-  measure::Summary time_us;       // per operation at its slowest rank
-  uint64_t bytes = 0;             // every byte of the matrix, self-copies included
-  uint64_t moved_bytes = 0;       // between ranks (the diagonal is a local copy)
-  double effective_gbps = 0;      // moved_bytes / median time
-  uint64_t bottleneck_bytes = 0;  // the most any rank receives from other ranks
+  measure::Summary time_us;          // per operation at its slowest rank
+  measure::Summary host_enqueue_us;  // host clock, per operation at its slowest rank
+  uint64_t bytes = 0;                // every byte of the matrix, self-copies included
+  uint64_t moved_bytes = 0;          // between ranks (the diagonal is a local copy)
+  double effective_gbps = 0;         // moved_bytes / median time
+  uint64_t bottleneck_bytes = 0;     // the most any rank receives from other ranks
   int bottleneck_rank = 0;
   double bottleneck_gbps = 0;          // bottleneck_bytes / median time: nccl-tests' alltoall busbw
                                        // when the exchange is uniform

@@ -28,8 +28,11 @@ struct EpSplitRow {
   measure::Summary kernel_us;
   measure::Summary exposed_wait_us;
   measure::Summary stream_dependency_us;
-  measure::Summary start_spread_us;            // last rank's kernel start - first rank's
-  measure::Summary traced_time_us;             // CUDA events, as the untraced times are taken
+  measure::Summary start_spread_us;           // last rank's kernel start - first rank's
+  measure::Summary traced_time_us;            // CUDA events, as the untraced times are taken
+  measure::Summary untraced_host_enqueue_us;  // the timed pass's, slowest rank per exchange
+  int launched_by_nccl_thread = 0;  // rank-exchanges whose GPU work NCCL launched from a thread
+                                    // of its own (a non-blocking communicator's group)
   std::optional<double> traced_over_untraced;  // median traced / median untraced time
   // Per rank, medians over exchanges.
   std::vector<double> rank_host_enqueue_us;
@@ -48,7 +51,7 @@ struct EpSplit {
 std::optional<EpSplit> ep_split(const tracing::EpMeasurement& measured);
 
 // The diagnosis lines the split supports for `scenario` (the routed traffic): a phase the host
-// cannot enqueue as fast as the GPU runs it, and a rank whose kernel starts late.
+// cannot enqueue as fast as the GPU runs it (the untraced enqueue against the traced kernel).
 std::vector<std::string> ep_split_findings(const EpSplit& split, const std::string& scenario);
 
 // The traced pass as a Chrome/Perfetto trace (reports/chrome_trace.hpp), each exchange's host

@@ -17,7 +17,7 @@ namespace {
 
 // Routed and uniform traffic on `ranks` ranks, `turns` traced turns (tests/synthetic_records.hpp:
 // rank r `lag_ns * r` later, its kernels `longer_ns * r` longer); every exchange's CUDA-event time
-// is 10 us traced and 8 us untraced.
+// is 10 us traced and 8 us untraced, every untraced host enqueue 0.5 us.
 tracing::EpMeasurement measurement(int ranks, int turns, uint64_t lag_ns, uint64_t longer_ns) {
   tracing::EpMeasurement m;
   m.nranks = ranks;
@@ -26,6 +26,10 @@ tracing::EpMeasurement measurement(int ranks, int turns, uint64_t lag_ns, uint64
     t.name = name;
     t.dispatch.slowest_us.assign(static_cast<size_t>(turns), 8.0);
     t.combine.slowest_us.assign(static_cast<size_t>(turns), 8.0);
+    for (tracing::PhaseTimes* p : {&t.dispatch, &t.combine}) {
+      p->rank_enqueue_us.assign(static_cast<size_t>(ranks),
+                                std::vector<double>(static_cast<size_t>(turns), 0.5));
+    }
     m.scenarios.push_back(t);
   }
   add_ep_traces(m, turns, lag_ns, longer_ns, 10.0);
@@ -63,6 +67,8 @@ TEST(EpSplit, EachPhaseTakesTheSlowestRankPerExchange) {
     EXPECT_DOUBLE_EQ(row.traced_time_us.median, 10.0);
     ASSERT_TRUE(row.traced_over_untraced.has_value());
     EXPECT_DOUBLE_EQ(*row.traced_over_untraced, 10.0 / 8.0);
+    EXPECT_DOUBLE_EQ(row.untraced_host_enqueue_us.median, 0.5);
+    EXPECT_EQ(row.launched_by_nccl_thread, 0);
   }
   ASSERT_EQ(s->clock_notes.size(), 1u);  // the same note from both ranks, once
   EXPECT_GT(s->records, 0u);
@@ -81,10 +87,16 @@ TEST(EpSplit, ARankWithoutItsRecordsIsNamedAndTheOthersStillCount) {
 
 TEST(EpSplit, HostBoundPhasesOfTheRoutedTrafficAreAFinding) {
   tracing::EpMeasurement m = measurement(2, 3, 0, 0);
-  EXPECT_TRUE(ep_split_findings(*ep_split(m), "routed").empty());  // 0.05 us to enqueue, 2 us
+  EXPECT_TRUE(ep_split_findings(*ep_split(m), "routed").empty());  // 0.5 us to enqueue, 2 us
+  // The traced enqueue does not count: CUPTI slows the host.
   for (tracing::EpRankTrace& t : m.traces) {
     for (OperationMark& op : t.records.operations)
-      op.enqueue_end_ns = op.enqueue_start_ns + 5000;
+      op.enqueue_end_ns = op.enqueue_start_ns + 50000;
+  }
+  EXPECT_TRUE(ep_split_findings(*ep_split(m), "routed").empty());
+  for (tracing::EpScenarioTimes& s : m.scenarios) {
+    for (tracing::PhaseTimes* p : {&s.dispatch, &s.combine})
+      p->rank_enqueue_us[1].assign(3, 5.0);  // rank 1's untraced enqueue
   }
   const std::vector<std::string> f = ep_split_findings(*ep_split(m), "routed");
   ASSERT_EQ(f.size(), 2u);  // dispatch and combine; uniform is not under diagnosis

@@ -50,6 +50,21 @@ TEST(Attribution, OneKernelGivesEveryInterval) {
   EXPECT_TRUE(a.warnings.empty());
 }
 
+// A non-blocking communicator's ncclGroupEnd launches from a thread of NCCL's own: its launch
+// during the enqueue is the operation's; one after the enqueue is not.
+TEST(Attribution, WorkLaunchedByAnotherThreadDuringTheEnqueueIsTheOperations) {
+  RecordSet r = one_operation();
+  r.api[0].thread = 99;
+  r.api.push_back({77, 99, 200, 210, "cuLaunchKernelEx"});  // after the enqueue ended at 150
+  r.gpu.push_back({GpuWorkKind::kKernel, kNccl, 77, 5000, 9000, "late"});
+  Attribution a = attribute(r);
+  ASSERT_EQ(a.operations.size(), 1u);
+  EXPECT_EQ(a.operations[0].gpu_work_count, 1);
+  EXPECT_DOUBLE_EQ(*a.operations[0].kernel_us, 2.0);
+  EXPECT_TRUE(a.operations[0].launched_by_other_thread);
+  EXPECT_FALSE(attribute(one_operation()).operations[0].launched_by_other_thread);
+}
+
 TEST(Attribution, SeveralKernelsSpanFirstStartToLastEnd) {
   RecordSet r = one_operation();
   r.api.push_back({43, kThread, 141, 145, "cuLaunchKernelEx"});

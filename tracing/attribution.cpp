@@ -85,9 +85,10 @@ struct WorkOnStream {
   uint64_t at;          // start
   uint64_t busy_until;  // the latest end of this and every earlier-starting work on the stream
 };
-struct CallOnThread {
+struct Call {
   uint64_t at;  // start
   uint32_t correlation;
+  uint32_t thread;
 };
 struct Completion {
   uint64_t at;  // device time
@@ -172,8 +173,8 @@ uint64_t pair_key(uint32_t high, uint32_t low) {
 struct Index {
   WorkByCall by_correlation;
   Groups<WorkOnStream> by_stream;
-  Groups<CallOnThread> api_by_thread;
-  Groups<WaitCall> waits;  // by (stream, event)
+  Groups<Call> api_by_time;  // one group: every thread's calls
+  Groups<WaitCall> waits;    // by (stream, event)
   Groups<Completion> events;
 
   explicit Index(const RecordSet& r)
@@ -183,10 +184,10 @@ struct Index {
             [](const GpuWork& w, size_t) {
               return WorkOnStream{w.start_ns, w.end_ns};
             }),
-        api_by_thread(
-            r.api, [](const ApiCall& a) { return a.thread; },
+        api_by_time(
+            r.api, [](const ApiCall&) { return 0; },
             [](const ApiCall& a, size_t) {
-              return CallOnThread{a.start_ns, a.correlation};
+              return Call{a.start_ns, a.correlation, a.thread};
             }),
         waits(
             r.stream_waits, [](const StreamWaitCall& w) { return pair_key(w.stream, w.event); },
@@ -255,19 +256,21 @@ void attribute_one(const Index& ix, const OperationMark& op, OperationIntervals&
     warnings.push_back(fmt::format("operation {}: {}", op.seq, what));
   };
 
-  // The collective's GPU work: everything queued on the NCCL stream by the API calls its
-  // thread made during the enqueue (kernels; on one rank NCCL only copies).
+  // The collective's GPU work: everything queued on the NCCL stream by the API calls made
+  // during the enqueue (kernels; on one rank NCCL only copies). On any thread: a non-blocking
+  // communicator's ncclGroupEnd launches from a thread of NCCL's own, and the harness's streams
+  // are used by nothing else.
   uint64_t first = UINT64_MAX, last = 0;
-  std::span<const CallOnThread> calls = ix.api_by_thread.find(op.thread);
-  auto call = std::partition_point(calls.begin(), calls.end(), [&](const CallOnThread& c) {
-    return c.at < op.enqueue_start_ns;
-  });
+  std::span<const Call> calls = ix.api_by_time.find(0);
+  auto call = std::partition_point(calls.begin(), calls.end(),
+                                   [&](const Call& c) { return c.at < op.enqueue_start_ns; });
   for (; call != calls.end() && call->at <= op.enqueue_end_ns; ++call) {
     for (const WorkOfCall& w : ix.by_correlation.find(call->correlation)) {
       if (w.stream != op.nccl_stream) continue;
       first = std::min(first, w.start_ns);
       last = std::max(last, w.end_ns);
       ++out.gpu_work_count;
+      if (call->thread != op.thread) out.launched_by_other_thread = true;
     }
   }
   if (out.gpu_work_count > 0) {

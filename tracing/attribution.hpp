@@ -25,6 +25,9 @@ struct OperationIntervals {
   int gpu_work_count = 0;                      // kernels + copies attributed to the collective
   std::optional<uint64_t> kernel_start_ns;     // when the first of them started (the timeline
                                                // of the records: CLOCK_MONOTONIC)
+  bool launched_by_other_thread = false;  // some of it was launched by another host thread than
+                                          // the enqueue's: NCCL's own, for a non-blocking
+                                          // communicator's group
   std::optional<bool> complete_at_wait_return;
 };
 

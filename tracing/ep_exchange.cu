@@ -95,7 +95,7 @@ ExchangeSample ExchangeRunner::run(const ExchangeCounts& c, uint32_t seed, const
   CUDA_TRY(cudaGetLastError());
   CUDA_TRY(cudaEventRecord(input_ready_.get(), producer_.get()));
 
-  if (mark) mark->enqueue_start_ns = monotonic_ns();
+  const uint64_t enqueue_start = monotonic_ns();
   CUDA_TRY(cudaStreamWaitEvent(nccl_.get(), input_ready_.get(), 0));
   CUDA_TRY(cudaEventRecord(start_.get(), nccl_.get()));
   comm_.settle(lib_.group_start(), "ncclGroupStart");
@@ -115,8 +115,10 @@ ExchangeSample ExchangeRunner::run(const ExchangeCounts& c, uint32_t seed, const
   comm_.settle(lib_.group_end(), "ncclGroupEnd");
   CUDA_TRY(cudaEventRecord(end_.get(), nccl_.get()));
   CUDA_TRY(cudaStreamWaitEvent(consumer_.get(), end_.get(), 0));
+  const uint64_t enqueue_end = monotonic_ns();
   if (mark) {
-    mark->enqueue_end_ns = monotonic_ns();
+    mark->enqueue_start_ns = enqueue_start;
+    mark->enqueue_end_ns = enqueue_end;
     mark->wait_start_ns = mark->wait_end_ns = mark->enqueue_end_ns;
     mark->wait_polls = false;
     mark->complete_at_wait_return = cudaEventQuery(end_.get()) == cudaSuccess ? 1 : 0;
@@ -133,6 +135,7 @@ ExchangeSample ExchangeRunner::run(const ExchangeCounts& c, uint32_t seed, const
   float ms = 0;
   CUDA_TRY(cudaEventElapsedTime(&ms, start_.get(), end_.get()));
   s.time_us = ms * 1e3;
+  s.host_enqueue_us = static_cast<double>(enqueue_end - enqueue_start) / 1e3;
   s.wrong_bytes = *static_cast<volatile unsigned long long*>(wrong);
   return s;
 }

@@ -33,8 +33,10 @@ struct ExchangeCounts {
 };
 
 struct ExchangeSample {
-  double time_us = 0;        // CUDA events around the group on the NCCL stream
-  uint64_t wrong_bytes = 0;  // received bytes that differ from the sender's pattern
+  double time_us = 0;          // CUDA events around the group on the NCCL stream
+  double host_enqueue_us = 0;  // host clock: the NCCL stream's wait for the input to the
+                               // consumer stream's wait for the end event
+  uint64_t wrong_bytes = 0;    // received bytes that differ from the sender's pattern
 };
 
 // The byte a sender writes at `offset` of the segment for `dst` in operation `seed`; the

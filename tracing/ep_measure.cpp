@@ -97,8 +97,10 @@ EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
   for (const EpScenario& s : q.scenarios) {
     EpScenarioTimes t;
     t.name = s.name;
-    t.dispatch.rank_us.resize(static_cast<size_t>(n));
-    t.combine.rank_us.resize(static_cast<size_t>(n));
+    for (PhaseTimes* p : {&t.dispatch, &t.combine}) {
+      p->rank_us.resize(static_cast<size_t>(n));
+      p->rank_enqueue_us.resize(static_cast<size_t>(n));
+    }
     m.scenarios.push_back(std::move(t));
   }
   for (const json& r : outcome.results) {
@@ -113,6 +115,7 @@ EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
       PhaseTimes& phase =
           times.at("phase").get<std::string>() == "dispatch" ? it->dispatch : it->combine;
       phase.rank_us.at(rank) = times.at("us").get<std::vector<double>>();
+      phase.rank_enqueue_us.at(rank) = times.at("enqueue_us").get<std::vector<double>>();
     }
   }
   if (q.trace) {

@@ -41,6 +41,8 @@ struct EpMeasureRequest {
 struct PhaseTimes {
   std::vector<double> slowest_us;            // per measured operation: its slowest rank's time
   std::vector<std::vector<double>> rank_us;  // [rank][operation]
+  // The host's enqueue of each operation (host clock, untraced), [rank][operation].
+  std::vector<std::vector<double>> rank_enqueue_us;
 };
 
 struct EpScenarioTimes {

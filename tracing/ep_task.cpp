@@ -45,13 +45,12 @@ struct Phase {
 // Turns over the phases, `warmup` unmeasured then `iters` measured: round-robin, so that clock
 // ramps and other drift during the run fall on every scenario alike (the routed and uniform
 // times are compared with each other). With `ids` (a traced pass) each measured exchange gets
-// an operation mark and a line in `traced`. Returns the measured times per phase.
-std::vector<std::vector<double>> run_turns(workers::WorkerContext& ctx, ExchangeRunner& runner,
-                                           const std::vector<Phase>& phases, int warmup, int iters,
-                                           uint32_t& seq, const OperationMark* ids,
-                                           std::vector<OperationMark>& marks,
-                                           std::vector<EpTracedExchange>& traced) {
-  std::vector<std::vector<double>> us(phases.size());
+// an operation mark and a line in `traced`. Returns the measured samples per phase.
+std::vector<std::vector<ExchangeSample>> run_turns(
+    workers::WorkerContext& ctx, ExchangeRunner& runner, const std::vector<Phase>& phases,
+    int warmup, int iters, uint32_t& seq, const OperationMark* ids,
+    std::vector<OperationMark>& marks, std::vector<EpTracedExchange>& traced) {
+  std::vector<std::vector<ExchangeSample>> samples(phases.size());
   for (int i = 0; i < warmup + iters; ++i) {
     for (size_t k = 0; k < phases.size(); ++k, ++seq) {
       const Phase& p = phases[k];
@@ -69,14 +68,14 @@ std::vector<std::vector<double>> run_turns(workers::WorkerContext& ctx, Exchange
                                 ctx.rank, what, s.wrong_bytes));
       }
       if (!measured) continue;
-      us[k].push_back(s.time_us);
+      samples[k].push_back(s);
       if (ids != nullptr) {
         marks.push_back(mark);
         traced.push_back({seq, p.scenario, p.name, s.time_us});
       }
     }
   }
-  return us;
+  return samples;
 }
 
 json run_ep(workers::WorkerContext& ctx, const json& task) {
@@ -114,7 +113,7 @@ json run_ep(workers::WorkerContext& ctx, const json& task) {
   std::vector<OperationMark> marks;
   EpRankTrace trace_out;
   trace_out.rank = ctx.rank;
-  const std::vector<std::vector<double>> us =
+  const std::vector<std::vector<ExchangeSample>> samples =
       run_turns(ctx, runner, phases, warmup, iters, seq, nullptr, marks, trace_out.exchanges);
   if (trace) {
     CuptiTracer tracer;
@@ -127,7 +126,15 @@ json run_ep(workers::WorkerContext& ctx, const json& task) {
 
   json times = json::array();
   for (size_t k = 0; k < phases.size(); ++k) {
-    times.push_back({{"scenario", phases[k].scenario}, {"phase", phases[k].name}, {"us", us[k]}});
+    std::vector<double> us, enqueue_us;
+    for (const ExchangeSample& s : samples[k]) {
+      us.push_back(s.time_us);
+      enqueue_us.push_back(s.host_enqueue_us);
+    }
+    times.push_back({{"scenario", phases[k].scenario},
+                     {"phase", phases[k].name},
+                     {"us", us},
+                     {"enqueue_us", enqueue_us}});
   }
   ctx.comm.barrier();
   json result = {{"rank", ctx.rank},
