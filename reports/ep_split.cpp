@@ -175,12 +175,21 @@ std::vector<std::string> ep_split_findings(const EpSplit& split, const std::stri
     // The GPU work of a grouped exchange starts when ncclGroupEnd launches it, so an enqueue
     // longer than the work is time the links sit idle between back-to-back exchanges.
     if (enqueue.median >= row.kernel_us.median) {
+      // Through a non-blocking communicator NCCL hands each group to a thread it starts for
+      // it; a blocking one launches on the calling thread, so the cost is partly commtool's
+      // choice of communicator and the sentence says so.
+      const std::string why =
+          row.launched_by_nccl_thread > 0
+              ? "; NCCL launched the group from a thread it starts for each group, as it does "
+                "for a non-blocking communicator (commtool's; a blocking one launches on the "
+                "calling thread), and that hand-off is part of the enqueue"
+              : "";
       out.push_back(fmt::format(
           "{} {}: the host takes {:.1f} us to enqueue the exchange (its ncclSend/ncclRecv "
           "group, untraced; median, slowest rank), no less than the {:.1f} us its GPU work "
           "takes (CUPTI, {} traced exchanges): issued back to back, these exchanges are limited "
-          "by the host, not the links",
-          row.scenario, row.phase, enqueue.median, row.kernel_us.median, row.exchanges));
+          "by the host, not the links{}",
+          row.scenario, row.phase, enqueue.median, row.kernel_us.median, row.exchanges, why));
     }
   }
   return out;

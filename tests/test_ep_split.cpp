@@ -103,6 +103,16 @@ TEST(EpSplit, HostBoundPhasesOfTheRoutedTrafficAreAFinding) {
   EXPECT_EQ(f[0].rfind("routed dispatch: the host takes 5.0 us to enqueue", 0), 0u) << f[0];
   EXPECT_NE(f[0].find("no less than the 2.0 us its GPU work takes"), std::string::npos) << f[0];
   EXPECT_EQ(f[1].rfind("routed combine:", 0), 0u) << f[1];
+  EXPECT_EQ(f[0].find("hand-off"), std::string::npos) << f[0];  // launched on the caller
+
+  // Launched by NCCL's own thread: the sentence names the non-blocking hand-off.
+  for (tracing::EpRankTrace& t : m.traces) {
+    for (ApiCall& a : t.records.api)
+      a.thread = 99;
+  }
+  const std::vector<std::string> g = ep_split_findings(*ep_split(m), "routed");
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_NE(g[0].find("a thread it starts for each group"), std::string::npos) << g[0];
 }
 
 TEST(EpSplit, PerfettoTraceNamesEachExchangeByTrafficAndPhase) {
