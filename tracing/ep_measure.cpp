@@ -87,8 +87,8 @@ EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
                      {"warmup", q.warmup}, {"trace", q.trace},       {"gpus", gpus}};
   // Workers pass a barrier before every exchange; NCCL's start-up is the longest gap.
   const auto progress = std::chrono::duration<double>(q.timeout_s * 3);
-  workers::GroupOutcome outcome = workers::run_workers(q.executable, specs, task, progress);
-  if (outcome.failure) throw Error(outcome.failure->code, outcome.failure->what);
+  const std::vector<json> results =
+      workers::run_workers_or_throw(q.executable, specs, task, progress);
 
   EpMeasurement m;
   m.nranks = n;
@@ -103,7 +103,7 @@ EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
     }
     m.scenarios.push_back(std::move(t));
   }
-  for (const json& r : outcome.results) {
+  for (const json& r : results) {
     const auto rank = r.at("rank").get<size_t>();
     m.gpus.push_back(fmt::format("GPU {} ({}, {})", r.at("device").get<int>(),
                                  r.at("bus_id").get<std::string>(),
@@ -120,7 +120,7 @@ EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
   }
   if (q.trace) {
     m.traces.resize(static_cast<size_t>(n));
-    for (const json& r : outcome.results) {
+    for (const json& r : results) {
       EpRankTrace t = ep_rank_trace_from_json(r.at("trace"));
       const auto rank = static_cast<size_t>(t.rank);
       m.traces.at(rank) = std::move(t);

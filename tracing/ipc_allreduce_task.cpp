@@ -219,17 +219,16 @@ std::vector<workers::WorkerSpec> specs_for(const std::vector<int>& devices) {
 std::vector<IpcTimedPath> time_ipc_allreduce(const IpcTimeRequest& q) {
   const json task = {{"name", kIpcTimeTask},        {"sizes", q.sizes}, {"devices", q.devices},
                      {"dtype", to_string(q.dtype)}, {"iters", q.iters}, {"warmup", q.warmup}};
-  workers::GroupOutcome outcome = workers::run_workers(q.executable, specs_for(q.devices), task,
-                                                       std::chrono::duration<double>(q.timeout_s));
-  if (outcome.failure) throw Error(outcome.failure->code, outcome.failure->what);
-  for (const json& r : outcome.results) {
+  const std::vector<json> results = workers::run_workers_or_throw(
+      q.executable, specs_for(q.devices), task, std::chrono::duration<double>(q.timeout_s));
+  for (const json& r : results) {
     if (r.contains("not_applicable")) {
       throw Error(ExitCode::kEnvironment, r.at("not_applicable").get<std::string>());
     }
   }
   // Every rank ran the same paths and sizes in the same order: rank 0's give the shape.
   std::vector<IpcTimedPath> out;
-  const json& first = outcome.results.front().at("paths");
+  const json& first = results.front().at("paths");
   for (size_t k = 0; k < first.size(); ++k) {
     IpcTimedPath path;
     path.algorithm = algorithm_named(first[k].at("algorithm"));
@@ -237,7 +236,7 @@ std::vector<IpcTimedPath> time_ipc_allreduce(const IpcTimeRequest& q) {
       IpcTimedSize size;
       size.bytes = first[k].at("sizes")[i].at("bytes").get<uint64_t>();
       std::vector<std::vector<double>> rank_us;
-      for (const json& r : outcome.results) {
+      for (const json& r : results) {
         const json& s = r.at("paths")[k].at("sizes")[i];
         rank_us.push_back(s.at("us").get<std::vector<double>>());
         size.wrong_bytes += s.at("wrong").get<uint64_t>();
@@ -271,11 +270,10 @@ std::vector<IpcCheckCase> check_ipc_allreduce(const IpcCheckRequest& q) {
     dtypes.push_back(to_string(t));
   const json task = {
       {"name", kIpcCheckTask}, {"counts", q.counts}, {"dtypes", dtypes}, {"repeats", q.repeats}};
-  workers::GroupOutcome outcome = workers::run_workers(q.executable, specs_for(q.devices), task,
-                                                       std::chrono::duration<double>(q.timeout_s));
-  if (outcome.failure) throw Error(outcome.failure->code, outcome.failure->what);
+  const std::vector<json> results = workers::run_workers_or_throw(
+      q.executable, specs_for(q.devices), task, std::chrono::duration<double>(q.timeout_s));
   std::vector<IpcCheckCase> out;
-  for (const json& r : outcome.results) {
+  for (const json& r : results) {
     const json& cases = r.at("cases");
     if (out.empty()) out.resize(cases.size());
     for (size_t i = 0; i < cases.size(); ++i) {

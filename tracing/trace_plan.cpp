@@ -203,10 +203,8 @@ TraceRun run_trace(const TraceRequest& request) {
   // Workers pass a barrier before every operation; NCCL's start-up and CUPTI's flush are the
   // longest steps between two barriers.
   const auto progress = std::chrono::duration<double>(q.timeout_s * 3 + q.scope_sleep_ms / 1e3);
-  workers::GroupOutcome outcome = workers::run_workers(
-      q.executable, specs, task_from(q, topology.gpus, plugin, dir.path()), progress);
-  if (outcome.failure) throw Error(outcome.failure->code, outcome.failure->what);
-  for (const json& r : outcome.results)
+  for (const json& r : workers::run_workers_or_throw(
+           q.executable, specs, task_from(q, topology.gpus, plugin, dir.path()), progress))
     run.ranks.push_back(rank_run_from_json(r));
   return run;
 }

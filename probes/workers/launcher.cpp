@@ -513,4 +513,13 @@ GroupOutcome run_workers(const std::string& executable, const std::vector<Worker
   return outcome;
 }
 
+std::vector<nlohmann::json> run_workers_or_throw(const std::string& executable,
+                                                 const std::vector<WorkerSpec>& specs,
+                                                 const nlohmann::json& task,
+                                                 std::chrono::duration<double> timeout) {
+  GroupOutcome outcome = run_workers(executable, specs, task, timeout);
+  if (outcome.failure) throw Error(outcome.failure->code, outcome.failure->what);
+  return std::move(outcome.results);
+}
+
 }  // namespace commtool::workers

@@ -59,4 +59,11 @@ struct GroupOutcome {
 GroupOutcome run_workers(const std::string& executable, const std::vector<WorkerSpec>& specs,
                          const nlohmann::json& task, std::chrono::duration<double> timeout);
 
+// run_workers for a caller that wants only the results, by rank: a failed group is thrown as
+// Error(its exit code, its sentence).
+std::vector<nlohmann::json> run_workers_or_throw(const std::string& executable,
+                                                 const std::vector<WorkerSpec>& specs,
+                                                 const nlohmann::json& task,
+                                                 std::chrono::duration<double> timeout);
+
 }  // namespace commtool::workers
