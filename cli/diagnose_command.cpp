@@ -180,12 +180,12 @@ class NcclSetting {
  public:
   NcclSetting(const std::string& algo, const std::string& proto)
       : algo_(saved("NCCL_ALGO")), proto_(saved("NCCL_PROTO")) {
-    set("NCCL_ALGO", algo);
-    set("NCCL_PROTO", proto);
+    put("NCCL_ALGO", unless_empty(algo));
+    put("NCCL_PROTO", unless_empty(proto));
   }
   ~NcclSetting() {
-    restore("NCCL_ALGO", algo_);
-    restore("NCCL_PROTO", proto_);
+    put("NCCL_ALGO", algo_);
+    put("NCCL_PROTO", proto_);
   }
   NcclSetting(const NcclSetting&) = delete;
   NcclSetting& operator=(const NcclSetting&) = delete;
@@ -196,14 +196,11 @@ class NcclSetting {
     return v ? std::optional<std::string>(v) : std::nullopt;
   }
   // Empty: NCCL chooses for itself, whatever the user's environment says.
-  static void set(const char* name, const std::string& value) {
-    if (value.empty()) {
-      unsetenv(name);
-    } else {
-      setenv(name, value.c_str(), 1);
-    }
+  static std::optional<std::string> unless_empty(const std::string& value) {
+    return value.empty() ? std::nullopt : std::optional<std::string>(value);
   }
-  static void restore(const char* name, const std::optional<std::string>& v) {
+  // Sets the variable to v, or unsets it.
+  static void put(const char* name, const std::optional<std::string>& v) {
     if (v) {
       setenv(name, v->c_str(), 1);
     } else {
