@@ -35,6 +35,15 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
+// A measuring command on a machine without a GPU: exit 3 and the reason. CI has none; on the
+// GPU machine the command runs instead, and the test is skipped there.
+void expect_no_gpu_exit_3(const std::string& args) {
+  Result r = run(args);
+  if (r.code == 0) GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(r.code, 3) << args << "\n" << r.out;
+  EXPECT_TRUE(contains(r.out, "no NVIDIA GPU found")) << r.out;
+}
+
 }  // namespace
 
 TEST(Cli, HelpListsTopoAndTheExitCodes) {
@@ -118,11 +127,7 @@ TEST(CliProbe, CsvAndJsonTogetherIsUsageError) {
 }
 
 TEST(CliProbe, NoGpuIsExitCode3) {
-  // CI has no GPU; on the GPU machine this test is not in the unit label's way: skip there.
-  Result r = run("probe --h2d");
-  if (r.code == 0) GTEST_SKIP() << "a GPU is present";
-  EXPECT_EQ(r.code, 3) << r.out;
-  EXPECT_TRUE(contains(r.out, "no NVIDIA GPU found"));
+  expect_no_gpu_exit_3("probe --h2d");
 }
 
 TEST(Cli, BadTimeoutIsUsageError) {
@@ -256,10 +261,7 @@ TEST(CliTrace, ScopeSleepMustFitInTheTimeout) {
 }
 
 TEST(CliTrace, NoGpuIsExitCode3) {
-  Result r = run("trace allreduce -b 1K -e 1K");
-  if (r.code == 0) GTEST_SKIP() << "a GPU is present";
-  EXPECT_EQ(r.code, 3) << r.out;
-  EXPECT_TRUE(contains(r.out, "no NVIDIA GPU found")) << r.out;
+  expect_no_gpu_exit_3("trace allreduce -b 1K -e 1K");
 }
 
 TEST(CliReport, MissingDirectoryIsUsageErrorNamingIt) {
@@ -480,10 +482,7 @@ TEST(CliDiagnoseEp, TraceFileIsRefusedWithDryRunOrWhereItCannotBeWritten) {
 }
 
 TEST(CliDiagnoseEp, MeasuringWithoutAGpuIsExitCode3) {
-  Result r = run("diagnose ep --tokens 64 --experts 8 --topk 2");
-  if (r.code == 0) GTEST_SKIP() << "a GPU is present";
-  EXPECT_EQ(r.code, 3) << r.out;
-  EXPECT_TRUE(contains(r.out, "no NVIDIA GPU found")) << r.out;
+  expect_no_gpu_exit_3("diagnose ep --tokens 64 --experts 8 --topk 2");
 }
 
 TEST(CliDiagnoseAllReduce, BadValuesAreUsageErrorsNamingThem) {
@@ -501,10 +500,7 @@ TEST(CliDiagnoseAllReduce, BadValuesAreUsageErrorsNamingThem) {
 }
 
 TEST(CliDiagnoseAllReduce, NoGpuIsExitCode3) {
-  Result r = run("diagnose allreduce -b 1K -e 1K");
-  if (r.code == 0) GTEST_SKIP() << "a GPU is present";
-  EXPECT_EQ(r.code, 3) << r.out;
-  EXPECT_TRUE(contains(r.out, "no NVIDIA GPU found")) << r.out;
+  expect_no_gpu_exit_3("diagnose allreduce -b 1K -e 1K");
 }
 
 TEST(CliDiagnoseEp, RanksTableSaysHowTokensWereCounted) {
