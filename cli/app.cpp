@@ -44,8 +44,17 @@ int run(int argc, char** argv) {
   app.add_option("--output", global.output,
                  "Write the report to FILE (whole or not at all) instead of standard output")
       ->type_name("FILE");
-  app.add_option("--devices", global.devices, "GPUs to use: 'all' or indices such as 0,1 or 0-3")
+  app.add_option("--devices", global.devices,
+                 "GPUs to use: 'all' or indices such as 0,1 or 0-3. For trace, diagnose and "
+                 "probe --ipc each entry is one rank: a GPU listed N times (0,0,0,0) carries N "
+                 "ranks, a correctness run whose times are not of any link")
       ->type_name("LIST")
+      ->capture_default_str();
+  app.add_option("--comm", global.comm,
+                 "NCCL communicators for trace and diagnose: blocking (as PyTorch creates "
+                 "them: NCCL launches on the calling thread) or nonblocking (NCCL launches each "
+                 "group from a thread of its own; a stuck one is aborted in-process)")
+      ->type_name("MODE")
       ->capture_default_str();
   app.add_option("--timeout", global.timeout_s,
                  "Seconds any single GPU operation or driver query may take before commtool "
@@ -78,6 +87,13 @@ int run(int argc, char** argv) {
       return static_cast<int>(ExitCode::kUsage);
     }
     global.device_indices = parse_device_list(global.devices);
+    global.rank_devices = parse_device_list(global.devices, /*allow_repeats=*/true);
+    const auto comm = nccl::parse_comm_mode(global.comm);
+    if (!comm) {
+      throw usage_error(fmt::format(
+          "--comm {}: not a communicator mode; accepted: blocking, nonblocking", global.comm));
+    }
+    global.comm_mode = *comm;
     if (!global.output.empty()) reports::check_writable(global.output);
     if (app.got_subcommand("topo")) return topo();
     if (app.got_subcommand("probe")) return probe();

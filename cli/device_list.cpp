@@ -12,11 +12,13 @@ namespace commtool::cli {
 namespace {
 
 constexpr int kMaxDeviceIndex = 1023;
+// Every entry is a worker process with its own CUDA context.
+constexpr size_t kMaxEntries = 1024;
 
 [[noreturn]] void bad(const std::string& text, const std::string& why) {
   throw usage_error(
       fmt::format("--devices '{}': {}; expected 'all' or GPU indices such as "
-                  "0,1,3 or 0-3",
+                  "0,1,3 or 0-3 (a GPU listed twice carries two ranks)",
                   text, why));
 }
 
@@ -52,6 +54,9 @@ std::vector<int> parse_device_list(const std::string& text, bool allow_repeats) 
         out.push_back(i);
     } else {
       out.push_back(parse_index(text, item));
+    }
+    if (out.size() > kMaxEntries) {
+      bad(text, fmt::format("it lists more than {} ranks", kMaxEntries));
     }
     if (comma == std::string::npos) break;
     start = comma + 1;

@@ -14,7 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/size_sweep.hpp"
 #include "probes/error.hpp"
-#include "probes/topo/discover.hpp"
+#include "probes/workers/placement.hpp"
 #include "reports/allreduce_diagnosis.hpp"
 #include "reports/ep_report.hpp"
 #include "reports/output_file.hpp"
@@ -126,8 +126,8 @@ int run_ep(const GlobalOptions& global, EpOptions& o) {
   }
   if (o.ranks != 0 && !o.dry_run) {
     throw usage_error(fmt::format(
-        "--ranks {}: a measured run has one rank per GPU (choose them with --devices); --ranks "
-        "is for --dry-run",
+        "--ranks {}: a measured run has one rank per entry of --devices (a GPU listed N times "
+        "carries N ranks); --ranks is for --dry-run",
         o.ranks));
   }
   if (!o.routing_file.empty() && o.skew != "uniform") {
@@ -135,7 +135,7 @@ int run_ep(const GlobalOptions& global, EpOptions& o) {
                                   o.skew, o.routing_file));
   }
   const int ranks =
-      o.dry_run ? (o.ranks != 0 ? o.ranks : 8) : tracing::ep_rank_count(global.device_indices);
+      o.dry_run ? (o.ranks != 0 ? o.ranks : 8) : tracing::ep_rank_count(global.rank_devices);
   reports::EpSetup setup = build_setup(o, ranks);
 
   std::unique_ptr<tracing::EpMeasurement> measured;
@@ -144,8 +144,9 @@ int run_ep(const GlobalOptions& global, EpOptions& o) {
     q.scenarios = scenarios(setup);
     q.iters = o.iters;
     q.warmup = o.warmup;
-    q.devices = global.device_indices;
+    q.devices = global.rank_devices;
     q.timeout_s = global.timeout_s;
+    q.comm = global.comm_mode;
     q.trace = !o.trace_file.empty();
     measured = std::make_unique<tracing::EpMeasurement>(tracing::run_ep_measurement(q));
   }
@@ -237,8 +238,9 @@ reports::AllReducePath nccl_path(const GlobalOptions& global, const AllReduceOpt
   q.warmup = o.warmup;
   q.cupti = false;
   q.untraced_pass = false;
-  q.devices = global.device_indices;
+  q.devices = global.rank_devices;
   q.timeout_s = global.timeout_s;
+  q.comm = global.comm_mode;
   try {
     NcclSetting setting(algo, proto);
     const tracing::TraceReport r = tracing::analyse(tracing::run_trace(q));
@@ -248,6 +250,14 @@ reports::AllReducePath nccl_path(const GlobalOptions& global, const AllReduceOpt
       p.time_us = row.time_us;
       p.busbw_gbps = row.busbw_gbps;
       p.nccl_ran = short_choice(row.nccl_choice, notes);
+      // A forced setting NCCL did not run is not that path: its time must not stand for it.
+      // At one rank NCCL runs no algorithm at all, which the withheld recommendation says.
+      if (r.meta.nranks > 1) {
+        if (std::string why = reports::forced_setting_mismatch(path, p); !why.empty()) {
+          p.status = reports::AllReducePointStatus::kRefused;
+          p.reason = why;
+        }
+      }
       path.points.push_back(std::move(p));
     }
   } catch (const Error& e) {
@@ -338,7 +348,7 @@ std::vector<reports::AllReducePath> ipc_paths(const GlobalOptions& global,
 std::string allreduce_plot(const reports::AllReduceSweep& sweep) {
   reports::LinePlot plot;
   plot.title = fmt::format("all-reduce of {} at {} rank(s): time per call (median)", sweep.dtype,
-                           sweep.ranks);
+                           sweep.placement.ranks);
   plot.x_label = "message size per rank";
   plot.y_label = "time";
   plot.x_unit = reports::AxisUnit::Bytes;
@@ -368,15 +378,13 @@ int run_allreduce(const GlobalOptions& global, const AllReduceOptions& o) {
                     "types of trace, for NCCL only)",
                     o.dtype));
   }
-  const topo::Topology topology =
-      topo::discover_for_launcher(global.device_indices, "diagnose allreduce");
-  std::vector<int> devices;
-  for (const topo::Gpu& g : topology.gpus)
-    devices.push_back(g.index);
+  const workers::Placement placement =
+      workers::place_ranks(global.rank_devices, "diagnose allreduce");
+  const std::vector<int> devices = placement.devices();
 
   std::vector<std::string> notes;
   reports::AllReduceSweep sweep;
-  sweep.ranks = static_cast<int>(devices.size());
+  sweep.placement = placement.summary();
   sweep.dtype = tracing::to_string(*t);
   sweep.paths.push_back(nccl_path(global, o, *t, sizes, "", "", notes));
   for (const char* algo : {"Ring", "Tree"}) {
@@ -398,12 +406,6 @@ int run_allreduce(const GlobalOptions& global, const AllReduceOptions& o) {
       "NCCL's default, run first and again last, differed by up to {:.1f}% at one size: "
       "medians within {:.1f}% are ties",
       100 * drift, 100 * options.tie_tolerance));
-  if (sweep.ranks == 1) {
-    notes.insert(notes.begin(),
-                 "one rank: NCCL copies instead of running an algorithm (so NCCL_ALGO and "
-                 "NCCL_PROTO change nothing) and the IPC paths copy too; these times say nothing "
-                 "about communication: run on 2 or more GPUs");
-  }
 
   const reports::AllReduceDiagnosis d = reports::diagnose_allreduce(sweep, options);
   if (!o.plot_file.empty()) reports::write_atomically(o.plot_file, allreduce_plot(sweep), "--plot");

@@ -3,7 +3,6 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "cli/device_list.hpp"
 #include "probes/bandwidth/probe_plan.hpp"
 #include "probes/error.hpp"
 #include "probes/measure/byte_size.hpp"
@@ -16,7 +15,6 @@ namespace {
 struct ProbeOptions {
   probe::ProbeRequest request;
   std::string size = "512MiB";
-  std::string ipc_placement;
   bool csv = false;
 };
 
@@ -41,8 +39,7 @@ int run_probe(const GlobalOptions& global, ProbeOptions& options) {
   q.bytes = checked_size(options.size);
   q.timeout_s = global.timeout_s;
   q.devices = global.device_indices;
-  if (!options.ipc_placement.empty())
-    q.ipc_placement = parse_device_list(options.ipc_placement, true);
+  q.ipc_placement = global.rank_devices;
   probe::ProbeReport report = probe::run_probes(q);
   std::string doc = global.json   ? reports::probe_to_json(report).dump(2) + "\n"
                     : options.csv ? reports::render_probe_csv(report)
@@ -87,8 +84,6 @@ Runner register_probe(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::Range(0, 100))
       ->capture_default_str();
   cmd->add_flag("--csv", options->csv, "One CSV row per measurement");
-  // For tests on a one-GPU machine: several IPC workers on one GPU ("0,0,0"). Hidden.
-  cmd->add_option("--ipc-placement", options->ipc_placement)->group("");
   cmd->add_option("--chase-lines", q.chase_lines)->group("")->check(CLI::Range(2, 1 << 24));
   cmd->add_option("--pingpong-rounds", q.pingpong_rounds)->group("")->check(CLI::Range(1, 1000000));
   return [&global, options] { return run_probe(global, *options); };

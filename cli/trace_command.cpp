@@ -36,6 +36,7 @@ struct TraceOptions {
   bool no_baseline = false;
   std::string trace_file;
   std::string save_dir;
+  std::string fault;
 };
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -133,8 +134,10 @@ tracing::TraceRequest build_request(const GlobalOptions& global, TraceOptions& o
   if (!o.trace_file.empty() && o.no_cupti) {
     throw usage_error("--trace needs CUPTI's records; drop --no-cupti");
   }
-  q.devices = global.device_indices;
+  q.devices = global.rank_devices;
   q.timeout_s = global.timeout_s;
+  q.comm = global.comm_mode;
+  if (!o.fault.empty()) q.fault = tracing::parse_fault(o.fault);
   return q;
 }
 
@@ -221,6 +224,11 @@ Runner register_trace(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--save", o->save_dir,
                   "Save the records and run metadata in DIR, for commtool report")
       ->type_name("DIR");
+  cmd->add_option("--inject-fault", o->fault,
+                  "Fire drill: make one rank die:R:S (killed mid-operation S), no-join:R (never "
+                  "joins), stall:R:S (GPU stalls before S) or mismatch:R:S (wrong count at S), "
+                  "to see commtool catch and name it (exit 5)")
+      ->type_name("FAULT");
   return [&global, o] { return run_trace_command(global, *o); };
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -477,9 +478,68 @@ AllReduceDiagnosis diagnose_allreduce(const AllReduceSweep& sweep,
     d.sizes.push_back(verdict_at(sweep, bytes, options.tie_tolerance));
   smooth(d.sizes);
   ranges_and_crossovers(d);
-  d.recommendation = recommend(sweep, d);
   d.exclusions = exclusions(sweep);
+  d.withheld = recommendation_withheld(sweep.placement);
+  if (!d.withheld.empty()) {
+    d.recommendation = {d.withheld};
+    d.crossovers.clear();
+    d.ranges.clear();
+    return d;
+  }
+  d.recommendation = recommend(sweep, d);
   return d;
+}
+
+std::string recommendation_withheld(const workers::PlacementSummary& placement) {
+  if (placement.ranks == 1) {
+    return "withheld: at one rank NCCL copies instead of running an algorithm, so NCCL_ALGO and "
+           "NCCL_PROTO change nothing and the IPC paths copy too; the differences above are "
+           "between copies and run-to-run drift, not paths: run on 2 or more GPUs";
+  }
+  return workers::shared_gpu_withheld(placement);
+}
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+}  // namespace
+
+std::string forced_setting_mismatch(const AllReducePath& path, const AllReducePoint& point) {
+  if (path.kind != AllReducePathKind::kNccl || path.nccl_default) return "";
+  if (point.nccl_ran.empty() || point.nccl_ran == "unknown") {
+    return "not confirmed: NCCL's profiler plugin did not say what ran";
+  }
+  // "RING/LL, 2 ch" or, when operations differed, "RING/LL, 1 ch x3; RING/SIMPLE, 2 ch x2".
+  std::string text = point.nccl_ran;
+  std::vector<std::string> ran;
+  for (size_t start = 0; start <= text.size();) {
+    size_t end = text.find("; ", start);
+    if (end == std::string::npos) end = text.size();
+    ran.push_back(text.substr(start, end - start));
+    start = end + 2;
+  }
+  for (const std::string& r : ran) {
+    const size_t slash = r.find('/'), comma = r.find(',');
+    if (slash == std::string::npos || comma == std::string::npos || comma < slash) {
+      return fmt::format("NCCL ran {} where {}/{} was forced", point.nccl_ran, path.nccl_algo,
+                         path.nccl_proto);
+    }
+    const std::string algo = lower(r.substr(0, slash)),
+                      proto = lower(r.substr(slash + 1, comma - slash - 1));
+    const bool algo_ok = path.nccl_algo.empty() || algo == lower(path.nccl_algo);
+    const bool proto_ok = path.nccl_proto.empty() || proto == lower(path.nccl_proto);
+    if (!algo_ok || !proto_ok) {
+      return fmt::format("NCCL ran {} where {}/{} was forced", point.nccl_ran,
+                         path.nccl_algo.empty() ? "any" : path.nccl_algo,
+                         path.nccl_proto.empty() ? "any" : path.nccl_proto);
+    }
+  }
+  return "";
 }
 
 }  // namespace commtool::reports

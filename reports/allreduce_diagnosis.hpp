@@ -22,6 +22,10 @@
 //    size up, so an alternating pattern resolves to the path of the smallest size.
 //  - Crossovers lie between two measured sizes; thresholds are quoted as measured sizes, never
 //    interpolated (the true crossover is somewhere between; a finer sweep places it).
+//  - Withheld: where no difference between the paths can be real, there is no recommendation
+//    and no crossover, one sentence says why, and the table keeps only the measured facts. At
+//    one rank NCCL copies whatever NCCL_ALGO/NCCL_PROTO say and the IPC paths copy too; with
+//    ranks sharing a GPU every time is of processes time-slicing it over a socket.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +33,7 @@
 #include <vector>
 
 #include "probes/measure/statistics.hpp"
+#include "probes/workers/placement.hpp"
 
 namespace commtool::reports {
 
@@ -65,8 +70,8 @@ struct AllReducePath {
 };
 
 struct AllReduceSweep {
-  int ranks = 0;
-  std::string dtype;  // "float32"
+  workers::PlacementSummary placement;  // how many ranks ran, on how many GPUs
+  std::string dtype;                    // "float32"
   std::vector<AllReducePath> paths;
 };
 
@@ -117,7 +122,16 @@ struct AllReduceDiagnosis {
   std::vector<UseRange> ranges;
   std::vector<std::string> recommendation;  // plain sentences with their evidence
   std::vector<std::string> exclusions;      // failed verification, refused, not applicable
+  std::string withheld;  // why there is no recommendation (see above); empty when there is one
 };
+
+// Why no difference measured by `sweep` can support a recommendation, or "" when one can.
+std::string recommendation_withheld(const workers::PlacementSummary& placement);
+
+// For a path that forced NCCL_ALGO/NCCL_PROTO: "" when what NCCL ran at this point (its
+// profiler plugin's "RING/LL, 2 ch") is what was forced (names compared without case), else
+// why not: what NCCL ran instead, or that the plugin could not tell.
+std::string forced_setting_mismatch(const AllReducePath& path, const AllReducePoint& point);
 
 // The largest relative difference, |a - b| / min(a, b), of two runs' medians of one path at any
 // size both measured validly: the drift between runs in separate processes, which NCCL's

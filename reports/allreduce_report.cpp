@@ -65,10 +65,14 @@ json path_index_json(const AllReduceSweep& sweep, int i) {
 }  // namespace
 
 std::string allreduce_text(const AllReduceSweep& sweep, const AllReduceDiagnosis& d) {
-  std::string out = fmt::format(
+  std::string out;
+  if (std::string label = workers::shared_gpu_label(sweep.placement); !label.empty()) {
+    out += label + "\n\n";
+  }
+  out += fmt::format(
       "commtool diagnose allreduce: {} rank(s), {}; time per operation in us, median [min-max]; "
       "ties within {}\n",
-      sweep.ranks, sweep.dtype, percent(d.tie_tolerance));
+      sweep.placement.ranks, sweep.dtype, percent(d.tie_tolerance));
   const int def = nccl_default_path(sweep);
   TextTable t({"size", "fastest", "time us", "busbw GB/s", "NCCL default ran", "time us", "speedup",
                "note"});
@@ -91,14 +95,20 @@ std::string allreduce_text(const AllReduceSweep& sweep, const AllReduceDiagnosis
       row.push_back(p->nccl_ran.empty() ? "unknown" : p->nccl_ran);
       row.push_back(times(p->time_us));
     }
-    row.push_back(v.speedup > 0 ? fmt::format("{:.2f}x", v.speedup) : "-");
-    row.push_back(size_note(sweep, d, v));
+    // Withheld: the medians stay (they are what was measured), the claims go.
+    const bool claims = d.withheld.empty();
+    row.push_back(claims && v.speedup > 0 ? fmt::format("{:.2f}x", v.speedup) : "-");
+    row.push_back(claims ? size_note(sweep, d, v) : "");
     t.add_row(std::move(row));
   }
   out += "\nFastest path per size (speedup: NCCL default's median / fastest median)\n" + t.render();
 
   out += "\nCrossovers\n";
-  if (d.crossovers.empty()) out += "  none\n";
+  if (!d.withheld.empty()) {
+    out += "  withheld (see the recommendation)\n";
+  } else if (d.crossovers.empty()) {
+    out += "  none\n";
+  }
   for (const Crossover& c : d.crossovers) {
     out += fmt::format("  between {} and {}: {} -> {}\n", size_name(c.last_bytes_before),
                        size_name(c.first_bytes_after), path_name(sweep, c.from),
@@ -164,7 +174,9 @@ std::string allreduce_json(const AllReduceSweep& sweep, const AllReduceDiagnosis
                       {"min_speedup", r.min_speedup},
                       {"max_speedup", r.max_speedup}});
   }
-  const json out = {{"ranks", sweep.ranks},
+  const json out = {{"ranks", sweep.placement.ranks},
+                    {"rank_placement", workers::to_json(sweep.placement)},
+                    {"withheld", d.withheld.empty() ? json(nullptr) : json(d.withheld)},
                     {"dtype", sweep.dtype},
                     {"tie_tolerance", d.tie_tolerance},
                     {"paths", paths},

@@ -343,9 +343,9 @@ std::string split_text(const EpSplit& split) {
     out += "  clocks: " + c + "\n";
   if (by_nccl_thread > 0) {
     out += fmt::format(
-        "  NCCL launched {} of {} traced exchanges' GPU work from a thread of its own (the "
-        "communicators are non-blocking, so that a stuck one can be aborted): the host enqueue "
-        "includes that hand-off, and under CUPTI the thread's start-up\n",
+        "  NCCL launched {} of {} traced exchanges' GPU work from a thread of its own (as it "
+        "does for a non-blocking communicator, --comm nonblocking): the host enqueue includes "
+        "that hand-off, and under CUPTI the thread's start-up\n",
         by_nccl_thread, rank_exchanges);
   }
   if (!costly.empty()) {
@@ -374,6 +374,7 @@ json split_json(const EpSplit& split) {
                     {"traced_time_us", summary_json(r.traced_time_us)},
                     {"traced_over_untraced",
                      r.traced_over_untraced ? json(*r.traced_over_untraced) : json(nullptr)},
+                    {"launched_by_nccl_thread", r.launched_by_nccl_thread},
                     {"rank_host_enqueue_us", r.rank_host_enqueue_us},
                     {"rank_kernel_us", r.rank_kernel_us},
                     {"rank_start_lag_us", r.rank_start_lag_us}});
@@ -440,11 +441,17 @@ EpDiagnosis diagnose_ep(const EpSetup& setup, const tracing::EpMeasurement* meas
     }
   }
   if (measured != nullptr) {
-    d.findings = measured_findings(setup, d);
     d.split = ep_split(*measured);
-    if (d.split) {
-      for (std::string& f : ep_split_findings(*d.split, kRouted))
-        d.findings.push_back(std::move(f));
+    if (std::string why = workers::shared_gpu_withheld(measured->placement); !why.empty()) {
+      // The skew cost, the straggler and the host-bound finding all compare times; between
+      // processes time-slicing one GPU no such comparison says anything about this machine.
+      d.findings.push_back("skew cost, straggler and what replication buys " + why);
+    } else {
+      d.findings = measured_findings(setup, d);
+      if (d.split) {
+        for (std::string& f : ep_split_findings(*d.split, kRouted))
+          d.findings.push_back(std::move(f));
+      }
     }
   }
   for (std::string& f : routing_findings(setup))
@@ -459,7 +466,13 @@ std::string ep_text(const EpSetup& s, const EpDiagnosis& d,
                     const tracing::EpMeasurement* measured) {
   const tracing::EpConfig& c = s.config;
   const tracing::TokenBytes tb = tracing::token_bytes(c);
-  std::string out = fmt::format(
+  std::string out;
+  if (measured != nullptr) {
+    if (std::string label = workers::shared_gpu_label(measured->placement); !label.empty()) {
+      out += label + "\n\n";
+    }
+  }
+  out += fmt::format(
       "commtool diagnose ep: {} rank(s), {} tokens per rank, hidden {}, dispatch {} B per "
       "element ({} per token), combine {} B per element ({} per token), {} experts, top-{}\n"
       "  routing: {}; placement: {}\n",
@@ -468,7 +481,8 @@ std::string ep_text(const EpSetup& s, const EpDiagnosis& d,
       measure::format_byte_size(tb.combine), c.experts, c.topk, s.routing_source,
       s.placement_source);
   if (measured != nullptr) {
-    out += fmt::format("  NCCL {} ({})\n", measured->nccl_version, measured->nccl_library);
+    out += fmt::format("  NCCL {} ({}), {} communicators\n", measured->nccl_version,
+                       measured->nccl_library, nccl::to_string(measured->comm));
     for (size_t r = 0; r < measured->gpus.size(); ++r)
       out += fmt::format("  rank {}: {}\n", r, measured->gpus[r]);
   }
@@ -582,6 +596,8 @@ std::string ep_json(const EpSetup& s, const EpDiagnosis& d,
     doc["nccl_version"] = measured->nccl_version;
     doc["nccl_library"] = measured->nccl_library;
     doc["gpus"] = measured->gpus;
+    doc["rank_placement"] = workers::to_json(measured->placement);
+    doc["comm"] = nccl::to_string(measured->comm);
     json scenarios = json::array();
     for (const ScenarioFigures& f : d.scenarios) {
       scenarios.push_back({{"name", f.name},

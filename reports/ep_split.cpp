@@ -104,16 +104,11 @@ EpSplitRow split_row(const EpMeasurement& m, const std::vector<RankIntervals>& r
     x.add_to(exposed);
     d.add_to(dependency);
     t.add_to(traced);
-    uint64_t first = UINT64_MAX, last = 0;
-    for (const auto& s : start) {
-      if (!s) continue;
-      first = std::min(first, *s);
-      last = std::max(last, *s);
-    }
-    if (first == UINT64_MAX) continue;
-    spread.push_back(static_cast<double>(last - first) / 1e3);
+    const std::optional<tracing::StartLags> lags = tracing::start_lags(start);
+    if (!lags) continue;
+    spread.push_back(lags->spread_us);
     for (size_t r = 0; r < n; ++r) {
-      if (start[r]) rank_lag[r].push_back(static_cast<double>(*start[r] - first) / 1e3);
+      if (lags->lag_us[r]) rank_lag[r].push_back(*lags->lag_us[r]);
     }
   }
   row.host_enqueue_us = measure::summarize(enqueue);
@@ -176,13 +171,14 @@ std::vector<std::string> ep_split_findings(const EpSplit& split, const std::stri
     // longer than the work is time the links sit idle between back-to-back exchanges.
     if (enqueue.median >= row.kernel_us.median) {
       // Through a non-blocking communicator NCCL hands each group to a thread it starts for
-      // it; a blocking one launches on the calling thread, so the cost is partly commtool's
-      // choice of communicator and the sentence says so.
+      // it; a blocking one launches on the calling thread, so the cost is partly the choice
+      // of communicator and the sentence says so.
       const std::string why =
           row.launched_by_nccl_thread > 0
               ? "; NCCL launched the group from a thread it starts for each group, as it does "
-                "for a non-blocking communicator (commtool's; a blocking one launches on the "
-                "calling thread), and that hand-off is part of the enqueue"
+                "for a non-blocking communicator (--comm nonblocking; a blocking one, as "
+                "PyTorch creates them, launches on the calling thread), and that hand-off is "
+                "part of the enqueue"
               : "";
       out.push_back(fmt::format(
           "{} {}: the host takes {:.1f} us to enqueue the exchange (its ncclSend/ncclRecv "

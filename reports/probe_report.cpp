@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
 #include "probes/measure/byte_size.hpp"
+#include "probes/workers/placement.hpp"
 #include "reports/text_table.hpp"
 
 namespace commtool::reports {
@@ -134,9 +136,20 @@ std::string peer_section(const ProbeReport& r, const std::string& probe, const s
 
 }  // namespace
 
+// Where the IPC workers ran, when they ran: ranks sharing a GPU copy within its memory.
+static workers::PlacementSummary ipc_placement(const ProbeReport& r) {
+  const bool ran = std::any_of(r.measurements.begin(), r.measurements.end(),
+                               [](const Measurement& m) { return m.probe == "ipc"; });
+  return ran ? workers::summarize_placement(r.request.ipc_placement) : workers::PlacementSummary{};
+}
+
 std::string render_probe_text(const ProbeReport& r) {
   const auto& q = r.request;
-  std::string out = fmt::format(
+  std::string out;
+  if (std::string label = workers::shared_gpu_label(ipc_placement(r)); !label.empty()) {
+    out += label + " IPC figures between ranks on one GPU are copies within its memory.\n\n";
+  }
+  out += fmt::format(
       "commtool probe: {} GPU(s); {} per copy, {} copies per timed batch, median of {} batches "
       "after {} warm-up; GB/s = 1e9 bytes/s, bytes counted once; every batch's data verified\n",
       r.topology.gpus.size(), measure::format_byte_size(q.bytes), q.iters, q.repeats, q.warmup);
@@ -216,6 +229,8 @@ nlohmann::json probe_to_json(const ProbeReport& r) {
             {"timeout_s", q.timeout_s},
             {"statistic", "median of repeats; GB/s = 1e9 B/s, bytes counted once"},
             {"low_share", probe::kLowShare}}},
+          {"rank_placement",
+           ipc_placement(r).ranks > 0 ? workers::to_json(ipc_placement(r)) : json(nullptr)},
           {"measurements", ms},
           {"refused", refused},
           {"skipped", skipped}};

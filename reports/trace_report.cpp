@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "probes/measure/byte_size.hpp"
 #include "reports/chrome_trace.hpp"
 #include "reports/summary_format.hpp"
@@ -22,13 +24,17 @@ std::string mode_name(CompletionMode m, int poll_ms) {
 
 std::string header(const tracing::TraceReport& r) {
   const tracing::RunMeta& m = r.meta;
-  std::string out = fmt::format(
-      "commtool trace {}: {} {}, {}{}, {} rank(s); NCCL {} ({}); {} measured operations per "
-      "size and mode after {} warm-up\n",
+  std::string out;
+  if (std::string label = workers::shared_gpu_label(r.placement); !label.empty()) {
+    out += label + " Use it to check what NCCL ran and that every path works.\n\n";
+  }
+  out += fmt::format(
+      "commtool trace {}: {} {}, {}{}, {} rank(s), {} communicator; NCCL {} ({}); {} measured "
+      "operations per size and mode after {} warm-up\n",
       m.collective, m.dtype, m.op, m.inplace ? "in-place" : "out-of-place",
       (m.collective == "broadcast" || m.collective == "reduce") ? fmt::format(", root {}", m.root)
                                                                 : "",
-      m.nranks, m.nccl_version, m.nccl_library, m.iters, m.warmup);
+      m.nranks, nccl::to_string(m.comm), m.nccl_version, m.nccl_library, m.iters, m.warmup);
   for (const std::string& g : r.gpus)
     out += "  " + g + "\n";
   return out;
@@ -87,6 +93,40 @@ std::string splits_table(const tracing::TraceReport& r) {
          t.render();
 }
 
+// When each rank's kernel started, against the first rank's, per size and mode (one clock,
+// CLOCK_MONOTONIC, on every rank of this host). Past 16 ranks only the latest rank is named.
+std::string start_lag_table(const tracing::TraceReport& r) {
+  const size_t n = static_cast<size_t>(r.meta.nranks);
+  std::vector<std::string> head = {"size", "mode", "start spread us"};
+  const bool per_rank = n <= 16;
+  if (per_rank) {
+    for (size_t k = 0; k < n; ++k)
+      head.push_back(fmt::format("rank {} lag", k));
+  } else {
+    head.push_back("latest rank (median lag us)");
+  }
+  TextTable t(head);
+  for (const tracing::SplitRow& row : r.splits) {
+    if (row.rank_start_lag_us.empty()) continue;
+    std::vector<std::string> cells = {measure::format_byte_size(row.bytes),
+                                      mode_name(row.mode, row.poll_ms),
+                                      median_spread_us(row.start_spread_us)};
+    if (per_rank) {
+      for (double lag : row.rank_start_lag_us)
+        cells.push_back(fmt::format("{:.1f}", lag));
+    } else {
+      auto latest = std::max_element(row.rank_start_lag_us.begin(), row.rank_start_lag_us.end());
+      cells.push_back(
+          fmt::format("rank {} ({:.1f})", latest - row.rank_start_lag_us.begin(), *latest));
+    }
+    t.add_row(cells);
+  }
+  return "Kernel start across ranks (traced pass; start spread: last rank's first GPU work minus "
+         "the first rank's, median [min-max] over operations; lag: each rank's median behind "
+         "the first, us)\n" +
+         t.render();
+}
+
 std::string scope_meaning(const tracing::ScopeRow& row) {
   if (row.b_first == row.samples && row.complete_at_wait_return == 0) {
     return "the wait ordered stream A only: the host went on before the collective ended";
@@ -125,6 +165,7 @@ json optional_json(const std::optional<T>& v) {
 std::string render_trace_text(const tracing::TraceReport& r) {
   std::string out = header(r) + "\n" + sizes_table(r);
   if (!r.splits.empty()) out += "\n" + splits_table(r);
+  if (!r.splits.empty() && r.meta.nranks > 1) out += "\n" + start_lag_table(r);
   if (!r.scope.empty()) out += "\n" + scope_table(r);
   out += "\nNCCL profiler plugin: " + fmt::format("{}", fmt::join(r.plugin_status, "; ")) + "\n";
   if (!r.clock_notes.empty()) {
@@ -156,19 +197,23 @@ json trace_to_json(const tracing::TraceReport& r) {
   }
   json splits = json::array();
   for (const tracing::SplitRow& row : r.splits) {
-    splits.push_back({{"bytes", row.bytes},
-                      {"mode", tracing::to_string(row.mode)},
-                      {"poll_ms", row.poll_ms},
-                      {"host_call_us", summary_json(row.host_call_us)},
-                      {"host_wait_us", summary_json(row.host_wait_us)},
-                      {"host_wait_polls", row.host_wait_polls},
-                      {"stream_dependency_us", summary_json(row.stream_dependency_us)},
-                      {"host_over_dependency", optional_json(row.host_over_dependency)},
-                      {"complete_at_wait_return", row.complete},
-                      {"operations", row.operations},
-                      {"kernel_us", summary_json(row.kernel_us)},
-                      {"exposed_wait_us", summary_json(row.exposed_wait_us)},
-                      {"input_wait_us", summary_json(row.input_wait_us)}});
+    splits.push_back(
+        {{"bytes", row.bytes},
+         {"mode", tracing::to_string(row.mode)},
+         {"poll_ms", row.poll_ms},
+         {"host_call_us", summary_json(row.host_call_us)},
+         {"host_wait_us", summary_json(row.host_wait_us)},
+         {"host_wait_polls", row.host_wait_polls},
+         {"stream_dependency_us", summary_json(row.stream_dependency_us)},
+         {"host_over_dependency", optional_json(row.host_over_dependency)},
+         {"complete_at_wait_return", row.complete},
+         {"operations", row.operations},
+         {"kernel_us", summary_json(row.kernel_us)},
+         {"exposed_wait_us", summary_json(row.exposed_wait_us)},
+         {"input_wait_us", summary_json(row.input_wait_us)},
+         {"start_spread_us",
+          row.rank_start_lag_us.empty() ? json(nullptr) : summary_json(row.start_spread_us)},
+         {"rank_start_lag_us", row.rank_start_lag_us}});
   }
   json scope = json::array();
   for (const tracing::ScopeRow& row : r.scope) {
@@ -188,6 +233,8 @@ json trace_to_json(const tracing::TraceReport& r) {
           {"inplace", r.meta.inplace},
           {"root", r.meta.root},
           {"nranks", r.meta.nranks},
+          {"rank_placement", workers::to_json(r.placement)},
+          {"comm", nccl::to_string(r.meta.comm)},
           {"iters", r.meta.iters},
           {"warmup", r.meta.warmup},
           {"cupti", r.meta.cupti},

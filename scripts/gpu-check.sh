@@ -37,7 +37,7 @@ step gpu-tests ctest --test-dir build -L gpu --output-on-failure
 step probe bash -c "$bin probe | tee $out/probe.txt"
 for n in 2 3 4; do
   placement=$(python3 -c "print(','.join(['0'] * $n))")
-  step ipc-$n "$bin" probe --ipc --ipc-placement "$placement" --size 16MiB --iters 2 --repeats 2 --pingpong-rounds 50
+  step ipc-$n "$bin" --devices "$placement" probe --ipc --size 16MiB --iters 2 --repeats 2 --pingpong-rounds 50
 done
 step memcheck bash -c "COMMTOOL_NO_START_GATE=1 compute-sanitizer --target-processes all --tool memcheck --error-exitcode 9 $bin probe --h2d --latency --size 4MiB --iters 1 --repeats 1 > /dev/null"
 step bench bash -c "scripts/bench-probe.sh /tmp/bench > $out/bench.txt"

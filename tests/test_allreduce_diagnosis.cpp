@@ -61,7 +61,7 @@ AllReducePath two_shot(std::vector<AllReducePoint> points) {
 }
 
 AllReduceSweep sweep(std::vector<AllReducePath> paths) {
-  return {8, "float32", std::move(paths)};
+  return {{8, 8, 1}, "float32", std::move(paths)};  // 8 ranks, one per GPU
 }
 
 bool has(const std::vector<std::string>& lines, const std::string& text) {

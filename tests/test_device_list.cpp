@@ -54,3 +54,23 @@ TEST(DeviceList, ErrorNamesTheWholeValueAndTheAcceptedForm) {
   EXPECT_NE(msg.find("'0,,3'"), std::string::npos);
   EXPECT_NE(msg.find("0-3"), std::string::npos);
 }
+
+TEST(DeviceList, RepeatsKeepOrderAndDuplicatesForRanks) {
+  EXPECT_EQ(parse_device_list("0,0,0,0", true), (std::vector<int>{0, 0, 0, 0}));
+  EXPECT_EQ(parse_device_list("0-1,0-1", true), (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(parse_device_list("1,0", true), (std::vector<int>{1, 0}));
+  EXPECT_EQ(parse_device_list("0,0,1"), (std::vector<int>{0, 1}));  // each GPU once
+}
+
+TEST(DeviceList, TooManyRanksAreRejectedBeforeTheyExist) {
+  std::string list = "0-1023";
+  for (int i = 0; i < 3; ++i)
+    list += ",0-1023";
+  try {
+    parse_device_list(list, true);
+    ADD_FAILURE() << "accepted 4096 ranks";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_NE(std::string(e.what()).find("more than 1024 ranks"), std::string::npos) << e.what();
+  }
+}

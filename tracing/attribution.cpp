@@ -336,4 +336,21 @@ Attribution attribute(const RecordSet& records) {
   return a;
 }
 
+std::optional<StartLags> start_lags(const std::vector<std::optional<uint64_t>>& start_ns) {
+  uint64_t first = UINT64_MAX, last = 0;
+  for (const auto& s : start_ns) {
+    if (!s) continue;
+    first = std::min(first, *s);
+    last = std::max(last, *s);
+  }
+  if (first == UINT64_MAX) return std::nullopt;
+  StartLags out;
+  out.spread_us = static_cast<double>(last - first) / 1e3;
+  for (const auto& s : start_ns) {
+    out.lag_us.push_back(s ? std::optional<double>(static_cast<double>(*s - first) / 1e3)
+                           : std::nullopt);
+  }
+  return out;
+}
+
 }  // namespace commtool::tracing

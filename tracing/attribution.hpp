@@ -38,4 +38,14 @@ struct Attribution {
 
 Attribution attribute(const RecordSet& records);
 
+// One operation across ranks: when each rank's GPU work started (kernel_start_ns, by rank;
+// empty where a rank's records lack it) as lags behind the first rank to start, and the spread
+// from first to last. The ranks' records share CLOCK_MONOTONIC, so these compare across ranks;
+// a rank that starts late holds every peer's kernel up. Nullopt when no rank has a start.
+struct StartLags {
+  double spread_us = 0;
+  std::vector<std::optional<double>> lag_us;  // by rank
+};
+std::optional<StartLags> start_lags(const std::vector<std::optional<uint64_t>>& start_ns);
+
 }  // namespace commtool::tracing

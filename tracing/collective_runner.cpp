@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <signal.h>
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -9,6 +10,7 @@
 
 #include "probes/cuda/cuda_check.hpp"
 #include "probes/measure/byte_size.hpp"
+#include "tracing/collective_values.cuh"  // reduces()
 
 namespace commtool::tracing {
 
@@ -126,12 +128,19 @@ struct CollectiveRunner::Watchdog {
 
 CollectiveRunner::CollectiveRunner(const nccl::Library& lib, nccl::Communicator& comm, int nranks,
                                    const CollectiveSpec& spec, uint64_t max_bytes,
-                                   std::chrono::duration<double> timeout)
+                                   std::chrono::duration<double> timeout,
+                                   workers::Progress* progress, std::optional<Fault> fault)
     : lib_(lib),
       comm_(comm),
       nranks_(nranks),
       spec_(spec),
       timeout_(timeout),
+      progress_(progress != nullptr ? *progress : no_board_),
+      fault_(fault),
+      board_name_(values::reduces(spec.collective)
+                      ? fmt::format("{} {} {}", to_string(spec.collective), to_string(spec.dtype),
+                                    to_string(spec.op))
+                      : fmt::format("{} {}", to_string(spec.collective), to_string(spec.dtype))),
       wrong_(sizeof(unsigned long long), -1),
       watchdog_(std::make_unique<Watchdog>(comm, timeout)) {
   const BufferLayout most = buffer_layout(spec.collective, spec.dtype, max_bytes, nranks);
@@ -145,6 +154,18 @@ CollectiveRunner::~CollectiveRunner() = default;
 std::string CollectiveRunner::describe(uint64_t seq, uint64_t bytes, CompletionMode mode) const {
   return fmt::format("{} #{} ({}, {})", to_string(spec_.collective), seq,
                      measure::format_byte_size(bytes), to_string(mode));
+}
+
+bool CollectiveRunner::faulty(FaultKind kind, uint64_t seq) const {
+  return fault_ && fault_->at(kind, comm_.rank(), seq);
+}
+
+void CollectiveRunner::note_started(uint64_t seq) {
+  if (cudaEventQuery(start_.get()) == cudaSuccess) {
+    progress_.started(static_cast<int64_t>(seq));
+  } else {
+    cudaGetLastError();  // not ready is not an error to keep
+  }
 }
 
 ncclResult_t CollectiveRunner::issue(const BufferLayout& l) {
@@ -200,18 +221,27 @@ void CollectiveRunner::produce(const BufferLayout& l, uint32_t seed) {
   CUDA_TRY(cudaEventRecord(input_ready_.get(), producer_.get()));
 }
 
-void CollectiveRunner::enqueue(const BufferLayout& l) {
+void CollectiveRunner::enqueue(const BufferLayout& layout, uint64_t seq) {
+  BufferLayout l = layout;
+  if (faulty(FaultKind::kMismatch, seq)) l.count = std::max<uint64_t>(l.count / 2, 1);
+  progress_.enqueued(static_cast<int64_t>(seq), board_name_, l.count);
+  progress_.busy();  // a blocking communicator's call may wait for a peer that never comes
   CUDA_TRY(cudaStreamWaitEvent(nccl_.get(), input_ready_.get(), 0));
   CUDA_TRY(cudaEventRecord(start_.get(), nccl_.get()));
   comm_.settle(issue(l), to_string(spec_.collective));
   CUDA_TRY(cudaEventRecord(end_.get(), nccl_.get()));
+  if (faulty(FaultKind::kDie, seq)) ::raise(SIGKILL);
 }
 
-bool CollectiveRunner::complete(CompletionMode mode, int poll_ms, const std::string& what) {
+bool CollectiveRunner::complete(CompletionMode mode, int poll_ms, const std::string& what,
+                                uint64_t seq) {
+  progress_.busy();
   auto blocking = [&](auto&& run) {
     watchdog_->arm();
     cudaError_t err = run();
-    if (watchdog_->disarm()) {
+    const bool fired = watchdog_->disarm();
+    note_started(seq);
+    if (fired) {
       throw Error(ExitCode::kTimeout,
                   fmt::format("rank {}: {} did not complete within {:.1f} s; the communicator "
                               "was aborted",
@@ -240,6 +270,7 @@ bool CollectiveRunner::complete(CompletionMode mode, int poll_ms, const std::str
     cudaError_t e = cudaEventQuery(end_.get());
     if (e == cudaSuccess) return true;
     if (e != cudaErrorNotReady) CUDA_TRY(e);
+    note_started(seq);
     comm_.check_async(what);
     if (Clock::now() > deadline) {
       comm_.abort_from_watchdog();
@@ -270,8 +301,17 @@ void CollectiveRunner::consume(const BufferLayout& l, uint32_t seed, bool ordere
   CUDA_TRY(cudaEventRecord(consumer_done_.get(), consumer_.get()));
 }
 
-uint64_t CollectiveRunner::finish(const std::string& what) {
-  comm_.wait(consumer_done_.get(), what);
+uint64_t CollectiveRunner::finish(const std::string& what, uint64_t seq) {
+  progress_.busy();
+  bool started = false;
+  comm_.wait(consumer_done_.get(), what, [&] {
+    if (started) return;
+    note_started(seq);
+    started = cudaEventQuery(start_.get()) == cudaSuccess;
+  });
+  progress_.started(static_cast<int64_t>(seq));
+  progress_.completed(static_cast<int64_t>(seq));
+  progress_.idle();
   return *static_cast<volatile unsigned long long*>(wrong_.get());
 }
 
@@ -282,15 +322,19 @@ OperationSample CollectiveRunner::run(uint64_t bytes, CompletionMode mode, int p
   const std::string what = describe(seq, bytes, mode);
   *static_cast<volatile unsigned long long*>(wrong_.get()) = 0;
 
+  if (faulty(FaultKind::kStall, seq)) {
+    // Far past every rank's bound: the others time out waiting while this GPU sleeps.
+    launch_gpu_sleep(producer_.get(), static_cast<uint64_t>(timeout_.count() * 4e9));
+  }
   produce(l, seed);
 
   mark.seq = seq;
   mark.enqueue_start_ns = monotonic_ns();
-  enqueue(l);
-  if (mode == CompletionMode::kSync) complete(mode, poll_ms, what);  // inside the call
+  enqueue(l, seq);
+  if (mode == CompletionMode::kSync) complete(mode, poll_ms, what, seq);  // inside the call
   mark.enqueue_end_ns = monotonic_ns();
   mark.wait_start_ns = mark.enqueue_end_ns;
-  if (mode != CompletionMode::kSync) mark.wait_polls = complete(mode, poll_ms, what);
+  if (mode != CompletionMode::kSync) mark.wait_polls = complete(mode, poll_ms, what, seq);
   mark.wait_end_ns = monotonic_ns();
   mark.complete_at_wait_return = cudaEventQuery(end_.get()) == cudaSuccess ? 1 : 0;
   cudaGetLastError();  // a not-ready query leaves no error behind, but be sure
@@ -302,7 +346,7 @@ OperationSample CollectiveRunner::run(uint64_t bytes, CompletionMode mode, int p
   s.mode = mode;
   s.poll_ms = mode == CompletionMode::kBlockingWait ? poll_ms : 0;
   s.host_call_us = static_cast<double>(mark.enqueue_end_ns - mark.enqueue_start_ns) / 1e3;
-  s.wrong_elements = finish(what);
+  s.wrong_elements = finish(what, seq);
   float ms = 0;
   CUDA_TRY(cudaEventElapsedTime(&ms, start_.get(), end_.get()));
   s.time_us = ms * 1e3;
@@ -318,14 +362,14 @@ StreamScopeSample CollectiveRunner::run_scope(uint64_t bytes, CompletionMode mod
 
   launch_gpu_sleep(producer_.get(), sleep_ns);
   produce(l, seed);
-  enqueue(l);
+  enqueue(l, seq);
 
   StreamScopeSample s;
   s.seq = seq;
   s.mode = mode;
   s.poll_ms = mode == CompletionMode::kBlockingWait ? poll_ms : 0;
   const uint64_t wait_start = monotonic_ns();
-  complete(mode, poll_ms, what);
+  complete(mode, poll_ms, what, seq);
   s.host_wait_us = static_cast<double>(monotonic_ns() - wait_start) / 1e3;
   s.complete_at_wait_return = cudaEventQuery(end_.get()) == cudaSuccess;
   cudaGetLastError();
@@ -334,7 +378,7 @@ StreamScopeSample CollectiveRunner::run_scope(uint64_t bytes, CompletionMode mod
   CUDA_TRY(cudaEventRecord(marker_a_.get(), consumer_.get()));
   CUDA_TRY(cudaEventRecord(marker_b_.get(), other_.get()));
   consume(l, seed, /*ordered=*/true);
-  s.wrong_elements = finish(what);
+  s.wrong_elements = finish(what, seq);
   comm_.wait(marker_b_.get(), what);
   float ms = 0;
   CUDA_TRY(cudaEventElapsedTime(&ms, marker_b_.get(), marker_a_.get()));

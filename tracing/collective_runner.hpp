@@ -9,6 +9,9 @@
 // communicator at the deadline; the blocking calls the modes exist to measure
 // (cudaDeviceSynchronize, cudaEventSynchronize) run under a watchdog that aborts the
 // communicator so NCCL's kernels return, and the operation is reported as stuck (exit 5).
+// Each operation is on the launcher's progress board as it goes (enqueued, started on the GPU,
+// completed; busy during each bounded step), so a rank stuck where it cannot bound itself (a
+// blocking communicator's NCCL call) is stopped and named from outside.
 #pragma once
 
 #include <chrono>
@@ -18,9 +21,11 @@
 
 #include "probes/cuda/memory.hpp"
 #include "probes/nccl/communicator.hpp"
+#include "probes/workers/progress_board.hpp"
 #include "tracing/collective_data.hpp"
 #include "tracing/collectives.hpp"
 #include "tracing/cupti/cupti_tracer.hpp"  // HarnessHandles
+#include "tracing/fault.hpp"
 #include "tracing/records.hpp"
 #include "tracing/trace_run.hpp"
 
@@ -38,9 +43,12 @@ struct CollectiveSpec {
 class CollectiveRunner {
  public:
   // Allocates buffers for the largest size once; nothing is allocated per operation.
+  // `progress`: this rank's board slot (none: a no-op); `fault`: a --inject-fault to act on
+  // when it names this rank.
   CollectiveRunner(const nccl::Library& lib, nccl::Communicator& comm, int nranks,
                    const CollectiveSpec& spec, uint64_t max_bytes,
-                   std::chrono::duration<double> timeout);
+                   std::chrono::duration<double> timeout, workers::Progress* progress = nullptr,
+                   std::optional<Fault> fault = std::nullopt);
   ~CollectiveRunner();
   CollectiveRunner(const CollectiveRunner&) = delete;
   CollectiveRunner& operator=(const CollectiveRunner&) = delete;
@@ -65,13 +73,17 @@ class CollectiveRunner {
 
   // Writes this operation's input on the producer stream and records input-ready after it.
   void produce(const BufferLayout& layout, uint32_t seed);
-  void enqueue(const BufferLayout& layout);
+  void enqueue(const BufferLayout& layout, uint64_t seq);
   ncclResult_t issue(const BufferLayout& layout);
+  bool faulty(FaultKind kind, uint64_t seq) const;
+  // On the board: the operation's GPU work began (its start event fired).
+  void note_started(uint64_t seq);
   // The host's completion step; returns whether it slept between polls.
-  bool complete(CompletionMode mode, int poll_ms, const std::string& what);
+  bool complete(CompletionMode mode, int poll_ms, const std::string& what, uint64_t seq);
   // Queues the check on the consumer stream; `ordered`: it already waits on the end event.
   void consume(const BufferLayout& layout, uint32_t seed, bool ordered);
-  uint64_t finish(const std::string& what);  // waits for the consumer; returns wrong elements
+  // Waits for the consumer; returns wrong elements.
+  uint64_t finish(const std::string& what, uint64_t seq);
   std::string describe(uint64_t seq, uint64_t bytes, CompletionMode mode) const;
 
   const nccl::Library& lib_;
@@ -79,6 +91,10 @@ class CollectiveRunner {
   int nranks_;
   CollectiveSpec spec_;
   std::chrono::duration<double> timeout_;
+  workers::Progress no_board_;
+  workers::Progress& progress_;
+  std::optional<Fault> fault_;
+  std::string board_name_;  // "allreduce float sum": what every rank must enqueue alike
   cuda::DeviceBuffer send_, recv_;
   cuda::PinnedHostBuffer wrong_;  // mapped: the check kernel counts into host memory
   cuda::Stream producer_, nccl_, consumer_, other_;

@@ -64,10 +64,12 @@ uint64_t total(const std::vector<uint64_t>& v) {
 }  // namespace
 
 ExchangeRunner::ExchangeRunner(const nccl::Library& lib, nccl::Communicator& comm, int nranks,
-                               uint64_t max_send_bytes, uint64_t max_recv_bytes)
+                               uint64_t max_send_bytes, uint64_t max_recv_bytes,
+                               workers::Progress* progress)
     : lib_(lib),
       comm_(comm),
       nranks_(nranks),
+      progress_(progress != nullptr ? *progress : no_board_),
       send_(std::max<uint64_t>(max_send_bytes, 1)),
       recv_(std::max<uint64_t>(max_recv_bytes, 1)),
       wrong_(sizeof(unsigned long long), -1) {
@@ -77,8 +79,9 @@ ExchangeRunner::ExchangeRunner(const nccl::Library& lib, nccl::Communicator& com
   }
 }
 
-ExchangeSample ExchangeRunner::run(const ExchangeCounts& c, uint32_t seed, const std::string& what,
-                                   OperationMark* mark) {
+ExchangeSample ExchangeRunner::run(const ExchangeCounts& c, uint32_t seq, const std::string& name,
+                                   const std::string& what, OperationMark* mark) {
+  const uint32_t seed = seq;
   const auto n = static_cast<size_t>(nranks_);
   if (c.send_bytes.size() != n || c.recv_bytes.size() != n || total(c.send_bytes) > send_.bytes() ||
       total(c.recv_bytes) > recv_.bytes()) {
@@ -95,6 +98,10 @@ ExchangeSample ExchangeRunner::run(const ExchangeCounts& c, uint32_t seed, const
   CUDA_TRY(cudaGetLastError());
   CUDA_TRY(cudaEventRecord(input_ready_.get(), producer_.get()));
 
+  // Every rank enqueues this seq under the same name; the counts differ by rank (0: not
+  // compared).
+  progress_.enqueued(seq, name, 0);
+  progress_.busy();
   const uint64_t enqueue_start = monotonic_ns();
   CUDA_TRY(cudaStreamWaitEvent(nccl_.get(), input_ready_.get(), 0));
   CUDA_TRY(cudaEventRecord(start_.get(), nccl_.get()));
@@ -129,7 +136,20 @@ ExchangeSample ExchangeRunner::run(const ExchangeCounts& c, uint32_t seed, const
                                                                            wrong);
   CUDA_TRY(cudaGetLastError());
   CUDA_TRY(cudaEventRecord(consumer_done_.get(), consumer_.get()));
-  comm_.wait(consumer_done_.get(), what);
+  progress_.busy();
+  bool started = false;
+  comm_.wait(consumer_done_.get(), what, [&] {
+    if (started) return;
+    started = cudaEventQuery(start_.get()) == cudaSuccess;
+    if (started) {
+      progress_.started(seq);
+    } else {
+      cudaGetLastError();
+    }
+  });
+  progress_.started(seq);
+  progress_.completed(seq);
+  progress_.idle();
 
   ExchangeSample s;
   float ms = 0;

@@ -58,18 +58,22 @@ __host__ __device__
 
 class ExchangeRunner {
  public:
-  // Buffers for the largest send and receive totals, allocated once.
+  // Buffers for the largest send and receive totals, allocated once. `progress`: this rank's
+  // slot on the launcher's progress board (none: a no-op).
   ExchangeRunner(const nccl::Library& lib, nccl::Communicator& comm, int nranks,
-                 uint64_t max_send_bytes, uint64_t max_recv_bytes);
+                 uint64_t max_send_bytes, uint64_t max_recv_bytes,
+                 workers::Progress* progress = nullptr);
   ExchangeRunner(const ExchangeRunner&) = delete;
   ExchangeRunner& operator=(const ExchangeRunner&) = delete;
 
-  // One isolated, checked exchange. `what` names it in a timeout error. With a mark (its ids
+  // One isolated, checked exchange, `seq` on every rank alike (it also seeds the data). `name`
+  // is what every rank enqueues under that seq ("routed dispatch"; the counts differ by rank),
+  // `what` names it in a timeout error. With a mark (its ids
   // from CuptiTracer::mark_ids), its host times (CLOCK_MONOTONIC ns) are filled in as trace's
   // sync mode fills them: the enqueue runs from the NCCL stream's wait for the input to the
   // consumer stream's wait for the end event; the wait interval is empty.
-  ExchangeSample run(const ExchangeCounts& counts, uint32_t seed, const std::string& what,
-                     OperationMark* mark = nullptr);
+  ExchangeSample run(const ExchangeCounts& counts, uint32_t seq, const std::string& name,
+                     const std::string& what, OperationMark* mark = nullptr);
 
   HarnessHandles handles() const {
     return {producer_.get(), nccl_.get(), consumer_.get(), input_ready_.get(), end_.get()};
@@ -79,6 +83,8 @@ class ExchangeRunner {
   const nccl::Library& lib_;
   nccl::Communicator& comm_;
   int nranks_;
+  workers::Progress no_board_;
+  workers::Progress& progress_;
   cuda::DeviceBuffer send_, recv_;
   cuda::PinnedHostBuffer wrong_;
   cuda::Stream producer_, nccl_, consumer_;

@@ -10,6 +10,7 @@
 #include "probes/nccl/nccl_library.hpp"
 #include "probes/topo/discover.hpp"
 #include "probes/workers/launcher.hpp"
+#include "probes/workers/placement.hpp"
 #include "tracing/ep_task.hpp"
 #include "tracing/record_io.hpp"
 
@@ -19,8 +20,8 @@ namespace {
 
 using nlohmann::json;
 
-topo::Topology gpus_for(const std::vector<int>& devices) {
-  return topo::discover_for_launcher(devices, "diagnose ep");
+workers::Placement ranks_for(const std::vector<int>& devices) {
+  return workers::place_ranks(devices, "diagnose ep");
 }
 
 void require_square(const ByteMatrix& m, int n, const std::string& what) {
@@ -62,13 +63,13 @@ EpRankTrace ep_rank_trace_from_json(const json& j) {
 }
 
 int ep_rank_count(const std::vector<int>& devices) {
-  return static_cast<int>(gpus_for(devices).gpus.size());
+  return ranks_for(devices).nranks();
 }
 
 EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
-  const topo::Topology topology = gpus_for(q.devices);
+  const workers::Placement placement = ranks_for(q.devices);
   const nccl::Library lib;  // fails here, clearly, when there is no NCCL
-  const int n = static_cast<int>(topology.gpus.size());
+  const int n = placement.nranks();
 
   json scenarios = json::array();
   for (const EpScenario& s : q.scenarios) {
@@ -77,21 +78,22 @@ EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
     scenarios.push_back({{"name", s.name}, {"dispatch", s.dispatch}, {"combine", s.combine}});
   }
   json gpus = json::array();
-  std::vector<workers::WorkerSpec> specs;
-  for (int r = 0; r < n; ++r) {
-    const topo::Gpu& g = topology.gpus[static_cast<size_t>(r)];
+  for (const topo::Gpu& g : placement.gpu)
     gpus.push_back({{"index", g.index}, {"bus_id", g.bdf}});
-    specs.push_back({r, g.index});
-  }
-  const json task = {{"name", kEpTask},    {"scenarios", scenarios}, {"iters", q.iters},
-                     {"warmup", q.warmup}, {"trace", q.trace},       {"gpus", gpus}};
-  // Workers pass a barrier before every exchange; NCCL's start-up is the longest gap.
+  const json task = {{"name", kEpTask},  {"scenarios", scenarios},
+                     {"iters", q.iters}, {"warmup", q.warmup},
+                     {"trace", q.trace}, {"comm", nccl::to_string(q.comm)},
+                     {"gpus", gpus}};
+  // Workers pass a barrier before every exchange; NCCL's start-up is the longest gap. Each GPU
+  // wait and NCCL call is bounded by --timeout itself.
   const auto progress = std::chrono::duration<double>(q.timeout_s * 3);
-  const std::vector<json> results =
-      workers::run_workers_or_throw(q.executable, specs, task, progress);
+  const std::vector<json> results = workers::run_workers_or_throw(
+      q.executable, placement.specs(), task, progress, std::chrono::duration<double>(q.timeout_s));
 
   EpMeasurement m;
   m.nranks = n;
+  m.placement = placement.summary();
+  m.comm = q.comm;
   m.nccl_version = lib.version_string();
   m.nccl_library = lib.path();
   for (const EpScenario& s : q.scenarios) {

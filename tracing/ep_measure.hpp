@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "probes/nccl/communicator.hpp"
+#include "probes/workers/placement.hpp"
 #include "tracing/records.hpp"
 
 namespace commtool::tracing {
@@ -33,8 +35,9 @@ struct EpMeasureRequest {
   std::vector<EpScenario> scenarios;
   int iters = 20;
   int warmup = 5;
-  std::vector<int> devices;  // empty: all
+  std::vector<int> devices;  // GPU of each rank, repeats allowed (ranks sharing a GPU); empty: all
   double timeout_s = 60;
+  nccl::CommMode comm = nccl::CommMode::kBlocking;
   bool trace = false;  // add a pass under CUPTI (EpMeasurement::traces)
 };
 
@@ -68,6 +71,8 @@ struct EpRankTrace {
 
 struct EpMeasurement {
   int nranks = 0;
+  workers::PlacementSummary placement;  // ranks sharing a GPU: times of time-sliced processes
+  nccl::CommMode comm = nccl::CommMode::kBlocking;
   std::vector<std::string> gpus;  // per rank: "GPU 0 (0000:00:06.0, NVIDIA H200)"
   std::string nccl_version, nccl_library;
   std::vector<EpScenarioTimes> scenarios;
@@ -79,7 +84,8 @@ nlohmann::json to_json(const EpRankTrace& trace);
 // Throws Error(kUsage) naming the field when `j` is not such a trace.
 EpRankTrace ep_rank_trace_from_json(const nlohmann::json& j);
 
-// How many ranks a run over `devices` (empty: every GPU) has; Error(kEnvironment) with no GPU.
+// How many ranks a run over `devices` (the GPU of each rank; empty: one rank per GPU) has;
+// Error(kEnvironment) with no GPU.
 int ep_rank_count(const std::vector<int>& devices);
 
 // Every matrix must be nranks x nranks for nranks = ep_rank_count(devices). Throws the

@@ -59,8 +59,8 @@ std::vector<std::vector<ExchangeSample>> run_turns(
       const bool measured = i >= warmup;
       OperationMark mark = ids ? *ids : OperationMark{};
       mark.seq = seq;
-      const ExchangeSample s =
-          runner.run(p.counts, seq, what, ids != nullptr && measured ? &mark : nullptr);
+      const ExchangeSample s = runner.run(p.counts, seq, p.scenario + " " + p.name, what,
+                                          ids != nullptr && measured ? &mark : nullptr);
       if (s.wrong_bytes != 0) {
         throw Error(ExitCode::kVerification,
                     fmt::format("rank {}: {}: {} received byte(s) differ from what their senders "
@@ -105,8 +105,10 @@ json run_ep(workers::WorkerContext& ctx, const json& task) {
   }
 
   nccl::Library lib;
-  nccl::Communicator comm(lib, shared_unique_id(ctx, lib), ctx.size, ctx.rank, ctx.timeout);
-  ExchangeRunner runner(lib, comm, ctx.size, max_send, max_recv);
+  const nccl::CommMode mode = *nccl::parse_comm_mode(task.at("comm").get<std::string>());
+  nccl::Communicator comm(lib, shared_unique_id(ctx, lib), ctx.size, ctx.rank, ctx.timeout, mode,
+                          &ctx.progress);
+  ExchangeRunner runner(lib, comm, ctx.size, max_send, max_recv, &ctx.progress);
 
   // Timed first, before CUPTI records anything, so its figures carry no tracing cost.
   uint32_t seq = 0;

@@ -232,6 +232,7 @@ nlohmann::json to_json(const RunMeta& m) {
           {"inplace", m.inplace},
           {"root", m.root},
           {"nranks", m.nranks},
+          {"comm", nccl::to_string(m.comm)},
           {"sizes", m.sizes},
           {"modes", m.modes},
           {"poll_ms", m.poll_ms},
@@ -257,6 +258,15 @@ RunMeta run_meta_from_json(const nlohmann::json& j) {
   m.inplace = get<bool>(j, "inplace");
   m.root = get<int>(j, "root");
   m.nranks = get<int>(j, "nranks");
+  m.comm = nccl::CommMode::kNonBlocking;
+  if (j.contains("comm")) {
+    const std::string comm = get<std::string>(j, "comm");
+    const auto mode = nccl::parse_comm_mode(comm);
+    if (!mode) {
+      throw usage_error(fmt::format("\"comm\": \"{}\" is not one of blocking, nonblocking", comm));
+    }
+    m.comm = *mode;
+  }
   m.sizes = get<std::vector<uint64_t>>(j, "sizes");
   m.modes = get<std::vector<std::string>>(j, "modes");
   m.poll_ms = get<int>(j, "poll_ms");

@@ -43,13 +43,14 @@ bool same_collective(const std::string& func, Collective c) {
          (c == Collective::kSendRecv || c == Collective::kAllToAll);
 }
 
-std::string nccl_choice(const TraceRun& run, Collective c, const BufferLayout& layout) {
+std::string nccl_choice(const TraceRun& run, Collective c, DataType t, const BufferLayout& layout) {
   std::map<std::tuple<std::string, std::string, int>, int> seen;
   for (const RankRun& r : run.ranks) {
     for (const nccl_profiler::CollectiveRecord& rec : r.nccl) {
       if (!same_collective(rec.func, c)) continue;
+      // NCCL 2.28 moves AllGather and Broadcast as bytes (ncclInt8) and reports that count.
       if (rec.count != layout.count && rec.count != layout.send_elements &&
-          rec.count != layout.recv_elements) {
+          rec.count != layout.recv_elements && rec.count != layout.count * type_size(t)) {
         continue;
       }
       ++seen[{rec.algo, rec.proto, rec.channels}];
@@ -83,7 +84,7 @@ SizeRow size_row(const TraceRun& run, uint64_t bytes, Collective c, DataType t) 
       if (s.bytes == bytes) row.wrong_elements += s.wrong_elements;
     }
   }
-  row.nccl_choice = nccl_choice(run, c, layout);
+  row.nccl_choice = nccl_choice(run, c, t, layout);
   if (traced && run.meta.untraced_pass) {
     Summary untraced = slowest_rank_times(run, bytes, false);
     if (untraced.n > 0 && untraced.median > 0) {
@@ -116,6 +117,7 @@ struct SplitSamples {
   bool polls = false;
   int complete = 0;
   int operations = 0;
+  std::map<uint64_t, std::vector<std::optional<uint64_t>>> starts;  // seq -> by rank
 };
 
 void add(std::vector<double>& v, const std::optional<double>& x) {
@@ -147,6 +149,11 @@ std::vector<SplitRow> split_rows(const TraceRun& run, TraceReport& report) {
       add(g.input, op.input_wait_us);
       g.complete += op.complete_at_wait_return.value_or(false) ? 1 : 0;
       ++g.operations;
+      std::vector<std::optional<uint64_t>>& starts = g.starts[op.seq];
+      starts.resize(run.ranks.size());
+      if (static_cast<size_t>(r.rank) < starts.size()) {
+        starts[static_cast<size_t>(r.rank)] = op.kernel_start_ns;
+      }
     }
   }
   std::vector<SplitRow> rows;
@@ -168,6 +175,21 @@ std::vector<SplitRow> split_rows(const TraceRun& run, TraceReport& report) {
     row.kernel_us = summarize(g.kernel);
     row.exposed_wait_us = summarize(g.exposed);
     row.input_wait_us = summarize(g.input);
+    if (run.ranks.size() > 1) {
+      std::vector<double> spread;
+      std::vector<std::vector<double>> lag(run.ranks.size());
+      for (const auto& [seq, starts] : g.starts) {
+        const std::optional<StartLags> lags = start_lags(starts);
+        if (!lags) continue;
+        spread.push_back(lags->spread_us);
+        for (size_t k = 0; k < lag.size(); ++k) {
+          if (lags->lag_us[k]) lag[k].push_back(*lags->lag_us[k]);
+        }
+      }
+      row.start_spread_us = summarize(spread);
+      for (std::vector<double>& l : lag)
+        row.rank_start_lag_us.push_back(summarize(std::move(l)).median);
+    }
     rows.push_back(row);
   }
   // Sizes in sweep order, modes in the order asked.
@@ -218,6 +240,10 @@ TraceReport analyse(const TraceRun& run) {
   report.meta = run.meta;
   const Collective c = parse_collective(run.meta.collective).value_or(Collective::kAllReduce);
   const DataType t = parse_data_type(run.meta.dtype).value_or(DataType::kFloat32);
+  std::vector<std::string> bus_ids;
+  for (const RankRun& r : run.ranks)
+    bus_ids.push_back(r.bus_id);
+  report.placement = workers::summarize_placement(bus_ids);
   for (const RankRun& r : run.ranks) {
     report.gpus.push_back(
         fmt::format("rank {}: GPU {} ({}, {})", r.rank, r.device, r.bus_id, r.gpu_name));

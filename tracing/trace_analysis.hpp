@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "probes/measure/statistics.hpp"
+#include "probes/workers/placement.hpp"
 #include "tracing/trace_run.hpp"
 
 namespace commtool::tracing {
@@ -45,6 +46,10 @@ struct SplitRow {
   measure::Summary kernel_us;
   measure::Summary exposed_wait_us;
   measure::Summary input_wait_us;
+  // Across ranks (empty at one rank): per operation, the last rank's kernel start minus the
+  // first's; per rank, its median lag behind the first (tracing/attribution.hpp, start_lags).
+  measure::Summary start_spread_us;
+  std::vector<double> rank_start_lag_us;
 };
 
 struct ScopeRow {
@@ -59,7 +64,8 @@ struct ScopeRow {
 
 struct TraceReport {
   RunMeta meta;
-  std::vector<std::string> gpus;  // "GPU0 0000:00:06.0 NVIDIA H200" by rank
+  workers::PlacementSummary placement;  // from the ranks' GPUs: shared GPU runs are labelled
+  std::vector<std::string> gpus;        // "GPU0 0000:00:06.0 NVIDIA H200" by rank
   std::vector<SizeRow> sizes;
   std::vector<SplitRow> splits;  // empty when CUPTI was off
   std::vector<ScopeRow> scope;

@@ -12,6 +12,8 @@
 #include "probes/nccl/nccl_library.hpp"
 #include "probes/topo/discover.hpp"
 #include "probes/workers/launcher.hpp"
+#include "probes/workers/placement.hpp"
+#include "tracing/collective_values.cuh"  // reduces()
 #include "tracing/record_io.hpp"
 #include "tracing/trace_task.hpp"
 
@@ -69,6 +71,7 @@ RunMeta meta_from(const TraceRequest& q, const nccl::Library& lib, int nranks) {
   m.inplace = q.inplace;
   m.root = q.root;
   m.nranks = nranks;
+  m.comm = q.comm;
   m.sizes = q.sizes;
   for (const ModeRequest& r : q.modes) {
     const std::string name = to_string(r.mode);
@@ -93,7 +96,7 @@ RunMeta meta_from(const TraceRequest& q, const nccl::Library& lib, int nranks) {
 }
 
 json task_from(const TraceRequest& q, const std::vector<topo::Gpu>& gpus, const std::string& plugin,
-               const std::string& profiler_dir) {
+               const std::string& profiler_dir) {  // gpus: by rank
   json modes = json::array();
   for (const ModeRequest& r : q.modes)
     modes.push_back({{"mode", to_string(r.mode)}, {"poll_ms", r.poll_ms}});
@@ -119,6 +122,8 @@ json task_from(const TraceRequest& q, const std::vector<topo::Gpu>& gpus, const 
           {"scope_samples", q.scope_samples},
           {"scope_sleep_ns", static_cast<uint64_t>(q.scope_sleep_ms * 1e6)},
           {"scope_bytes", largest},
+          {"comm", nccl::to_string(q.comm)},
+          {"fault", to_json(q.fault)},
           {"plugin", plugin},
           {"profiler_dir", profiler_dir},
           {"gpus", g}};
@@ -172,15 +177,16 @@ TraceRequest plan_for(const TraceRequest& request, int nranks) {
     throw usage_error(
         fmt::format("--root {}: must name a rank below {}, the number of GPUs", q.root, nranks));
   }
-  const bool reduces = q.collective == Collective::kAllReduce ||
-                       q.collective == Collective::kReduce ||
-                       q.collective == Collective::kReduceScatter;
-  if (reduces && q.check && nranks > max_exact_ranks(q.dtype, q.op)) {
+  if (values::reduces(q.collective) && q.check && nranks > max_exact_ranks(q.dtype, q.op)) {
     throw usage_error(fmt::format(
         "--dtype {} --op {} at {} ranks: the exact result can exceed what {} holds above {} "
         "ranks, so the output could not be checked; use a wider --dtype",
         to_string(q.dtype), to_string(q.op), nranks, to_string(q.dtype),
         max_exact_ranks(q.dtype, q.op)));
+  }
+  if (q.fault && q.fault->rank >= nranks) {
+    throw usage_error(fmt::format("--inject-fault {}: rank {} does not exist; ranks are 0 to {}",
+                                  to_string(*q.fault), q.fault->rank, nranks - 1));
   }
   q.sizes = effective_sizes(q, nranks);
   return q;
@@ -188,23 +194,22 @@ TraceRequest plan_for(const TraceRequest& request, int nranks) {
 
 TraceRun run_trace(const TraceRequest& request) {
   TraceRequest q = request;
-  const topo::Topology topology = topo::discover_for_launcher(q.devices, "trace");
+  const workers::Placement placement = workers::place_ranks(q.devices, "trace");
   const nccl::Library lib;  // fails here, clearly, when there is no NCCL
-  const int nranks = static_cast<int>(topology.gpus.size());
+  const int nranks = placement.nranks();
   q = plan_for(q, nranks);
 
   TraceRun run;
   run.meta = meta_from(q, lib, nranks);
   TempDir dir;
   const std::string plugin = find_profiler_plugin(q.executable);
-  std::vector<workers::WorkerSpec> specs;
-  for (int r = 0; r < nranks; ++r)
-    specs.push_back({r, topology.gpus[static_cast<size_t>(r)].index});
   // Workers pass a barrier before every operation; NCCL's start-up and CUPTI's flush are the
-  // longest steps between two barriers.
+  // longest steps between two barriers. Each GPU wait and NCCL call is bounded by --timeout
+  // itself (the workers', or the launcher's watch over the progress board).
   const auto progress = std::chrono::duration<double>(q.timeout_s * 3 + q.scope_sleep_ms / 1e3);
   for (const json& r : workers::run_workers_or_throw(
-           q.executable, specs, task_from(q, topology.gpus, plugin, dir.path()), progress))
+           q.executable, placement.specs(), task_from(q, placement.gpu, plugin, dir.path()),
+           progress, std::chrono::duration<double>(q.timeout_s)))
     run.ranks.push_back(rank_run_from_json(r));
   return run;
 }

@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "probes/nccl/communicator.hpp"
 #include "tracing/collective_data.hpp"
 #include "tracing/collectives.hpp"
+#include "tracing/fault.hpp"
 #include "tracing/trace_run.hpp"
 
 namespace commtool::tracing {
@@ -33,16 +35,18 @@ struct TraceRequest {
   bool untraced_pass = true;
   int scope_samples = 0;  // --stream-scope samples per mode; 0: off
   double scope_sleep_ms = 100;
-  std::vector<int> devices;  // empty: all
+  std::vector<int> devices;  // GPU of each rank, repeats allowed (ranks sharing a GPU); empty: all
   double timeout_s = 60;
+  nccl::CommMode comm = nccl::CommMode::kBlocking;
+  std::optional<Fault> fault;  // --inject-fault
 };
 
 // The request as it can run at `nranks` ranks: sizes in whole elements, a multiple of nranks
 // where the collective splits by rank (nccl-tests rounds down the same way), repeats dropped.
 // Throws Error(kUsage) naming the value when it cannot: a root at or above nranks, a size too
-// small for one element per rank, or a checked reduction whose exact result the type cannot
+// small for one element per rank, a checked reduction whose exact result the type cannot
 // hold at nranks (int8 sums above 18 ranks, say: the check would report NCCL's overflow as
-// wrong data).
+// wrong data), or a fault for a rank that does not exist.
 TraceRequest plan_for(const TraceRequest& request, int nranks);
 
 // Throws Error(kEnvironment) when there is no GPU or no NCCL, and the workers' errors (wrong

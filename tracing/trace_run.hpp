@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "probes/nccl/communicator.hpp"
 #include "tracing/profiler/collective_record.hpp"
 #include "tracing/records.hpp"
 
@@ -62,6 +63,9 @@ struct RunMeta {
   bool inplace = false;
   int root = 0;
   int nranks = 1;
+  // How the communicators were created. Runs saved before commtool recorded it were
+  // non-blocking, which is what a missing field reads as.
+  nccl::CommMode comm = nccl::CommMode::kBlocking;
   std::vector<uint64_t> sizes;
   std::vector<std::string> modes;  // as given to --mode, expanded
   int poll_ms = 10;

@@ -41,6 +41,8 @@ struct TaskOptions {
   int scope_samples = 0;  // 0: no --stream-scope
   uint64_t scope_sleep_ns = 0;
   uint64_t scope_bytes = 0;
+  nccl::CommMode comm_mode = nccl::CommMode::kBlocking;
+  std::optional<Fault> fault;
   std::string plugin;        // the profiler plugin's path; empty: not found
   std::string profiler_out;  // where this rank's plugin writes
   std::string bus_id;
@@ -66,6 +68,8 @@ TaskOptions options_from(const json& t, int rank) {
   o.scope_samples = t.at("scope_samples").get<int>();
   o.scope_sleep_ns = t.at("scope_sleep_ns").get<uint64_t>();
   o.scope_bytes = t.at("scope_bytes").get<uint64_t>();
+  o.comm_mode = *nccl::parse_comm_mode(t.at("comm").get<std::string>());
+  o.fault = fault_from_json(t.at("fault"));
   o.plugin = t.at("plugin").get<std::string>();
   const std::string dir = t.at("profiler_dir").get<std::string>();
   if (!dir.empty()) o.profiler_out = fmt::format("{}/profiler-rank{}.jsonl", dir, rank);
@@ -162,11 +166,17 @@ json run_trace(workers::WorkerContext& ctx, const json& task) {
   out.gpu_name = prop.name;
 
   nccl::Library lib;
-  nccl::Communicator comm(lib, shared_unique_id(ctx, lib), ctx.size, ctx.rank, ctx.timeout);
+  const ncclUniqueId id = shared_unique_id(ctx, lib);
+  if (o.fault && o.fault->kind == FaultKind::kNoJoin && o.fault->rank == ctx.rank) {
+    for (;;)
+      pause();  // --inject-fault no-join: never joins; the launcher stops it
+  }
+  nccl::Communicator comm(lib, id, ctx.size, ctx.rank, ctx.timeout, o.comm_mode, &ctx.progress);
   uint64_t max_bytes = o.scope_samples > 0 ? o.scope_bytes : 0;
   for (uint64_t b : o.sizes)
     max_bytes = std::max(max_bytes, b);
-  CollectiveRunner runner(lib, comm, ctx.size, o.spec, max_bytes, ctx.timeout);
+  CollectiveRunner runner(lib, comm, ctx.size, o.spec, max_bytes, ctx.timeout, &ctx.progress,
+                          o.fault);
 
   // Untraced first, before CUPTI records anything, so its figures carry no tracing cost.
   uint64_t seq = 0;

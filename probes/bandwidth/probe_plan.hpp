@@ -24,8 +24,10 @@ struct ProbeRequest {
   int pingpong_rounds = 10000;
   int chase_lines = 4096;  // hidden: lines of the latency probe's pointer chase
   double timeout_s = 60;
-  std::vector<int> devices;        // GPU indices; empty: all
-  std::vector<int> ipc_placement;  // rank -> GPU index (hidden test option); empty: one per GPU
+  std::vector<int> devices;  // GPU indices, each once; empty: all
+  // The GPU of each IPC worker rank (--devices as listed: "0,0,0" is three ranks on GPU 0);
+  // empty: one per GPU.
+  std::vector<int> ipc_placement;
   std::string executable = "/proc/self/exe";
 };
 

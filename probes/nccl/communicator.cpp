@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <exception>
 #include <thread>
 
 #include "probes/error.hpp"
@@ -37,20 +38,49 @@ class Backoff {
 
 }  // namespace
 
+std::string to_string(CommMode m) {
+  return m == CommMode::kBlocking ? "blocking" : "nonblocking";
+}
+
+std::optional<CommMode> parse_comm_mode(const std::string& text) {
+  for (CommMode m : {CommMode::kBlocking, CommMode::kNonBlocking}) {
+    if (text == to_string(m)) return m;
+  }
+  return std::nullopt;
+}
+
 Communicator::Communicator(const Library& lib, const ncclUniqueId& id, int nranks, int rank,
-                           std::chrono::duration<double> timeout)
-    : lib_(lib), rank_(rank), timeout_(timeout) {
+                           std::chrono::duration<double> timeout, CommMode mode,
+                           workers::Progress* progress)
+    : lib_(lib), rank_(rank), timeout_(timeout), mode_(mode), progress_(progress) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
+  config.blocking = mode == CommMode::kBlocking ? 1 : 0;
+  if (progress_) {
+    progress_->phase(workers::Phase::kJoining);
+    progress_->busy();
+  }
   ncclResult_t r = lib_.comm_init_rank_config(&comm_, nranks, id, rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) {
     lib_.check(r, "ncclCommInitRankConfig");
   }
   settle(r, "communicator initialisation");
+  if (progress_) {
+    progress_->phase(workers::Phase::kRunning);
+    progress_->idle();
+  }
 }
 
 Communicator::~Communicator() {
   if (comm_ == nullptr || aborted_) return;
+  if (std::uncaught_exceptions() > 0) {
+    // A failing rank: finalising would wait for peers that may never come.
+    lib_.comm_abort(comm_);
+    return;
+  }
+  if (progress_) {
+    progress_->phase(workers::Phase::kLeaving);
+    progress_->busy();
+  }
   // Finalize flushes outstanding work; if that does not finish in time, abort.
   ncclResult_t state = lib_.comm_finalize(comm_);
   const auto deadline = Clock::now() + timeout_;
@@ -60,9 +90,10 @@ Communicator::~Communicator() {
   }
   if (state == ncclSuccess) {
     lib_.comm_destroy(comm_);
-    return;
+  } else {
+    lib_.comm_abort(comm_);
   }
-  lib_.comm_abort(comm_);
+  if (progress_) progress_->idle();  // it may wait for its peers' results a while yet
 }
 
 void Communicator::abort_from_watchdog() {
@@ -99,10 +130,12 @@ void Communicator::settle(ncclResult_t issued, const std::string& what) {
   if (state != ncclSuccess) lib_.check(state, what.c_str());
 }
 
-void Communicator::wait(cudaEvent_t done, const std::string& what) {
+void Communicator::wait(cudaEvent_t done, const std::string& what,
+                        const std::function<void()>& on_poll) {
   const auto deadline = Clock::now() + timeout_;
   Backoff backoff;
   while (true) {
+    if (on_poll) on_poll();
     cudaError_t e = cudaEventQuery(done);
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) {

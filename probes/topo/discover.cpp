@@ -69,11 +69,12 @@ Topology discover_for_launcher(const std::vector<int>& devices, const std::strin
   DiscoverOptions options;
   options.ask_cuda = false;
   Topology topology = discover(options);
-  if (!devices.empty()) select_gpus(topology, devices);
+  // No GPU at all is the machine's lack (exit 3), whatever --devices named.
   if (topology.gpus.empty()) {
     throw Error(ExitCode::kEnvironment,
                 fmt::format("no NVIDIA GPU found: {} needs one (see commtool topo)", command));
   }
+  if (!devices.empty()) select_gpus(topology, devices);
   return topology;
 }
 

@@ -16,6 +16,9 @@
 #include <thread>
 
 #include "probes/workers/child_process.hpp"
+#include "probes/workers/placement.hpp"
+#include "probes/workers/progress_board.hpp"
+#include "probes/workers/progress_report.hpp"
 #include "probes/workers/rendezvous.hpp"
 #include "probes/workers/signal_trap.hpp"
 #include "probes/workers/unique_fd.hpp"
@@ -34,8 +37,12 @@ using wire::Clock;
 // How long workers get to leave on their own (after SHUTDOWN) or after SIGTERM before SIGKILL.
 constexpr auto kStopGrace = 1s;
 // The poll loop's longest sleep: also how soon a worker that dies before it connects (no
-// socket to hang up) is noticed through waitpid.
+// socket to hang up) is noticed through waitpid, and how often the progress board is read.
 constexpr int kTickMs = 100;
+// How much longer than its own bound a worker may stay in one busy step before the launcher
+// stops it: enough for the worker's own timeout path (ncclCommAbort, its error message) to win
+// when it works.
+constexpr auto kStuckGrace = 1s;
 
 // --- The private directory that holds the socket: mode 0700, so only this user can connect ---
 
@@ -129,7 +136,7 @@ struct Connection {
 class Group {
  public:
   Group(const std::string& executable, std::vector<WorkerSpec> specs,
-        std::chrono::duration<double> timeout);
+        std::chrono::duration<double> timeout, std::chrono::duration<double> step);
   ~Group() { stop(); }
   Group(const Group&) = delete;
   Group& operator=(const Group&) = delete;
@@ -155,12 +162,16 @@ class Group {
   void check_exits();
   void lost(int rank);
   void report_stall();
+  void check_board();
+  void explain_failure();
   void fail(int rank, std::string what, ExitCode code);
   std::string name(int rank) const;
 
   std::vector<WorkerSpec> specs_;  // by rank
   std::chrono::duration<double> timeout_;
+  std::chrono::duration<double> step_;
   PrivateDir dir_;
+  ProgressBoard board_;
   UniqueFd listener_;
   std::vector<ChildProcess> children_;   // by rank
   std::vector<Connection> connections_;  // by rank
@@ -172,24 +183,37 @@ class Group {
   std::vector<nlohmann::json> results_;
   std::optional<WorkerFailure> failure_;
   Clock::time_point last_progress_;
+  Clock::time_point last_board_check_;
   int interrupted_by_ = 0;
 };
 
 Group::Group(const std::string& executable, std::vector<WorkerSpec> specs,
-             std::chrono::duration<double> timeout)
+             std::chrono::duration<double> timeout, std::chrono::duration<double> step)
     : specs_(std::move(specs)),
       timeout_(timeout),
+      step_(step.count() > 0 ? step : timeout),
+      board_(dir_.path() + "/progress", size()),
       listener_(listen_at(dir_.socket_path(), size() + 8)),
       connections_(specs_.size()),
       rendezvous_(size()),
       results_(specs_.size(), nullptr) {
-  std::vector<std::string> env = worker_environment();
+  const std::vector<std::string> env = worker_environment();
+  std::vector<int> devices;
+  for (const WorkerSpec& spec : specs_)
+    devices.push_back(spec.device);
+  const bool shared_gpu = summarize_placement(devices).shared_gpu();
   for (const WorkerSpec& spec : specs_) {
-    children_.push_back(ChildProcess::spawn(
-        {executable, kWorkerCommand, "--socket", dir_.socket_path(), "--rank",
-         std::to_string(spec.rank), "--size", std::to_string(size()), "--device",
-         std::to_string(spec.device), "--timeout", fmt::format("{}", timeout_.count())},
-        env));
+    std::vector<std::string> rank_env = env;
+    if (shared_gpu) {
+      for (std::string& e : shared_gpu_environment(spec.rank, std::to_string(::getpid()), env))
+        rank_env.push_back(std::move(e));
+    }
+    children_.push_back(
+        ChildProcess::spawn({executable, kWorkerCommand, "--socket", dir_.socket_path(), "--rank",
+                             std::to_string(spec.rank), "--size", std::to_string(size()),
+                             "--device", std::to_string(spec.device), "--timeout",
+                             fmt::format("{}", step_.count()), "--progress", board_.path()},
+                            rank_env));
   }
 }
 
@@ -202,11 +226,16 @@ void Group::run(const nlohmann::json& task, SignalTrap& trap) {
       return;
     }
     check_exits();
-    if (failure_ || (task_sent_ && rendezvous_.all_finished())) return;
+    if (!failure_ && Clock::now() - last_board_check_ >= std::chrono::milliseconds(kTickMs)) {
+      last_board_check_ = Clock::now();
+      check_board();
+    }
+    if (failure_) return explain_failure();
+    if (task_sent_ && rendezvous_.all_finished()) return;
     auto deadline = last_progress_ + std::chrono::duration_cast<Clock::duration>(timeout_);
     if (Clock::now() >= deadline) {
       report_stall();
-      return;
+      return explain_failure();
     }
     serve(trap, deadline);
   }
@@ -444,6 +473,44 @@ void Group::report_stall() {
        ExitCode::kTimeout);
 }
 
+void Group::check_board() {
+  const std::vector<RankProgress> ranks = board_.read_all();
+  if (std::optional<Divergence> d = first_divergence(ranks)) {
+    return fail(d->others.front().first, describe(*d), ExitCode::kTimeout);
+  }
+  const int64_t now = monotonic_now_ns();
+  const auto bound = std::chrono::duration_cast<std::chrono::nanoseconds>(step_ + kStuckGrace);
+  for (const RankProgress& p : ranks) {
+    if (p.busy_since_ns == 0 || now - p.busy_since_ns <= bound.count()) continue;
+    return fail(
+        p.rank,
+        fmt::format("{} stayed inside one step for more than {:.1f} s although --timeout "
+                    "is {:.1f} s: it is stuck in a call that cannot be bounded from "
+                    "inside (a blocking NCCL call waiting for a peer), so it was stopped",
+                    name(p.rank), std::chrono::duration<double>(bound).count(), step_.count()),
+        ExitCode::kTimeout);
+  }
+}
+
+// Says where every rank stood when the group failed, from the board; a collective mismatch
+// found there is the cause, whatever symptom was seen first.
+void Group::explain_failure() {
+  if (!failure_) return;
+  const std::vector<RankProgress> ranks = board_.read_all();
+  const bool used = std::any_of(ranks.begin(), ranks.end(),
+                                [](const RankProgress& p) { return p.phase != Phase::kStarting; });
+  if (!used) return;
+  if (std::optional<Divergence> d = first_divergence(ranks);
+      d && failure_->what.find(describe(*d)) == std::string::npos) {
+    failure_->what = describe(*d) + "; first symptom: " + failure_->what;
+    failure_->code = ExitCode::kTimeout;
+  }
+  std::vector<std::string> names;
+  for (int r = 0; r < size(); ++r)
+    names.push_back(name(r));
+  failure_->what += "\n" + explain_progress(ranks, names, monotonic_now_ns());
+}
+
 void Group::fail(int rank, std::string what, ExitCode code) {
   if (failure_) return;  // the first failure is the cause; later ones are its echoes
   failure_ =
@@ -487,7 +554,8 @@ GroupOutcome Group::outcome() const {
 }  // namespace
 
 GroupOutcome run_workers(const std::string& executable, const std::vector<WorkerSpec>& specs,
-                         const nlohmann::json& task, std::chrono::duration<double> timeout) {
+                         const nlohmann::json& task, std::chrono::duration<double> timeout,
+                         std::chrono::duration<double> step) {
   if (!(timeout.count() > 0)) throw std::invalid_argument("run_workers: timeout must be > 0");
   std::vector<WorkerSpec> ordered = by_rank(specs);
   if (ordered.empty()) return GroupOutcome{};
@@ -497,7 +565,7 @@ GroupOutcome run_workers(const std::string& executable, const std::vector<Worker
   int stopped = 0;
   {
     SignalTrap trap;
-    Group group(executable, std::move(ordered), timeout);
+    Group group(executable, std::move(ordered), timeout, step);
     group.run(task, trap);
     stopped = group.stop();
     interrupted_by = group.interrupted_by();
@@ -516,8 +584,9 @@ GroupOutcome run_workers(const std::string& executable, const std::vector<Worker
 std::vector<nlohmann::json> run_workers_or_throw(const std::string& executable,
                                                  const std::vector<WorkerSpec>& specs,
                                                  const nlohmann::json& task,
-                                                 std::chrono::duration<double> timeout) {
-  GroupOutcome outcome = run_workers(executable, specs, task, timeout);
+                                                 std::chrono::duration<double> timeout,
+                                                 std::chrono::duration<double> step) {
+  GroupOutcome outcome = run_workers(executable, specs, task, timeout, step);
   if (outcome.failure) throw Error(outcome.failure->code, outcome.failure->what);
   return std::move(outcome.results);
 }

@@ -39,14 +39,22 @@ struct GroupOutcome {
 };
 
 // Runs `task` (a JSON object whose "name" picks the worker's handler) on one worker per spec:
-//   executable __worker --socket PATH --rank R --size N --device D --timeout S
+//   executable __worker --socket PATH --rank R --size N --device D --timeout S --progress FILE
+// S is `step`, the bound each worker puts on every GPU wait and NCCL call (--timeout); zero
+// means `timeout`. FILE is the progress board (progress_board.hpp) the workers write.
 // `executable` is a path for execve (/proc/self/exe for this binary); specs must hold ranks
 // 0..N-1 once each. Returns when every rank has reported, or at the first failure:
 //  - a worker reported an error: its message and exit code;
 //  - a worker died before reporting: "worker for rank 2 (GPU 1) died: killed by signal 9
 //    (SIGKILL)", exit code 5;
 //  - no worker made progress for `timeout` (start-up, a barrier, an allgather, the results):
-//    "rank 1 (GPU 0) did not reach barrier #3 within 2.0 s", exit code 5.
+//    "rank 1 (GPU 0) did not reach barrier #3 within 2.0 s", exit code 5;
+//  - a worker stayed inside one step it marked busy on the board for more than `step` + 1 s
+//    (a blocking NCCL call waiting for a peer that never comes), exit code 5;
+//  - the board shows the ranks enqueued different operations at one seq (a collective
+//    mismatch), exit code 5, whatever else failed first.
+// When the workers used the board, the failure's sentence goes on with where each rank stood
+// and which one is behind (progress_report.hpp).
 // Afterwards the workers still running get SIGTERM, then SIGKILL a second later, and are
 // reaped; the socket and its directory are removed; also when this throws.
 //
@@ -57,13 +65,15 @@ struct GroupOutcome {
 //
 // Throws commtool::Error(kEnvironment) when the socket or a process cannot be created.
 GroupOutcome run_workers(const std::string& executable, const std::vector<WorkerSpec>& specs,
-                         const nlohmann::json& task, std::chrono::duration<double> timeout);
+                         const nlohmann::json& task, std::chrono::duration<double> timeout,
+                         std::chrono::duration<double> step = {});
 
 // run_workers for a caller that wants only the results, by rank: a failed group is thrown as
 // Error(its exit code, its sentence).
 std::vector<nlohmann::json> run_workers_or_throw(const std::string& executable,
                                                  const std::vector<WorkerSpec>& specs,
                                                  const nlohmann::json& task,
-                                                 std::chrono::duration<double> timeout);
+                                                 std::chrono::duration<double> timeout,
+                                                 std::chrono::duration<double> step = {});
 
 }  // namespace commtool::workers

@@ -26,6 +26,7 @@ struct WorkerArgs {
   int size = 0;
   int device = -1;
   double timeout_s = 0;
+  std::string progress;  // the launcher's progress board; empty: none
 };
 
 std::map<std::string, TaskHandler>& registry() {
@@ -60,6 +61,8 @@ WorkerArgs parse_args(int argc, char** argv) {
       args.size = parse_int(option, value);
     } else if (option == "--device") {
       args.device = parse_int(option, value);
+    } else if (option == "--progress") {
+      args.progress = value;
     } else if (option == "--timeout") {
       char* end = nullptr;
       args.timeout_s = std::strtod(value.c_str(), &end);
@@ -132,8 +135,10 @@ int run_task(SocketCommunicator& comm, const WorkerArgs& args, const nlohmann::j
     if (found == registry().end()) {
       throw usage_error(fmt::format("rank {}: unknown worker task '{}'", args.rank, name));
     }
-    WorkerContext context{args.rank, args.size, args.device, comm,
-                          std::chrono::duration<double>(args.timeout_s)};
+    Progress progress(args.progress, args.rank, args.size);
+    WorkerContext context{
+        args.rank, args.size, args.device, comm, std::chrono::duration<double>(args.timeout_s),
+        progress};
     result = found->second(context, task);
   } catch (const Error& e) {
     return report_failure(comm, e.code(), e.what());

@@ -16,6 +16,7 @@
 
 #include "probes/error.hpp"
 #include "probes/workers/communicator.hpp"
+#include "probes/workers/progress_board.hpp"
 
 namespace commtool::workers {
 
@@ -29,6 +30,7 @@ struct WorkerContext {
   int device;  // the CUDA ordinal to use (PCI bus order)
   Communicator& comm;
   std::chrono::duration<double> timeout;  // --timeout: the bound on each GPU operation
+  Progress& progress;                     // this rank's slot on the launcher's progress board
 };
 
 // Runs one task and returns its result. Throws commtool::Error to fail the run with that exit
@@ -44,7 +46,7 @@ void register_task(const std::string& name, TaskHandler handler);
 inline constexpr ExitCode kInternalErrorCode = static_cast<ExitCode>(1);
 
 // The whole life of a worker process: parses
-//   commtool __worker --socket PATH --rank R --size N --device D --timeout S
+//   commtool __worker --socket PATH --rank R --size N --device D --timeout S [--progress FILE]
 // connects, says HELLO, runs the TASK and reports. Returns the process's exit status: 0, or the
 // code of the error it reported.
 int worker_main(int argc, char** argv);

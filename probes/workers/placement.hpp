@@ -1,0 +1,69 @@
+// Which GPU each rank of a worker group runs on. `--devices 0,1` is one rank per GPU; a GPU
+// listed several times carries that many ranks (`--devices 0,0,0,0`: four ranks on GPU 0).
+//
+// Several ranks on one GPU exist to run every multi-rank path (NCCL's algorithms, the all-to-all
+// between ranks, the cross-rank figures, the abort of a stuck communicator) on a machine with
+// fewer GPUs than ranks. NCCL refuses two ranks of one host on one GPU ("Duplicate GPU
+// detected": it compares host hash and bus id), so such ranks must look like separate hosts to
+// it: each gets its own NCCL_HOSTID and NCCL talks between them through its socket transport
+// over loopback (shared_gpu_environment). Their times are of processes time-slicing one GPU
+// and a socket, never of a link: reports label such runs and draw no verdict from them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "probes/topo/topology.hpp"
+#include "probes/workers/launcher.hpp"
+
+namespace commtool::workers {
+
+// What a report says about where its ranks ran: derived from the GPU of each rank, so a saved
+// run re-analysed elsewhere gets the same label.
+struct PlacementSummary {
+  int ranks = 0;
+  int gpus = 0;  // distinct GPUs
+  int most_ranks_on_a_gpu = 0;
+  bool shared_gpu() const { return most_ranks_on_a_gpu > 1; }
+};
+
+// From the GPU of each rank, named by PCI bus id or by index.
+PlacementSummary summarize_placement(const std::vector<std::string>& bus_id_of_rank);
+PlacementSummary summarize_placement(const std::vector<int>& device_of_rank);
+
+// {"ranks": 4, "gpus": 1, "shared_gpu": true, "ranks_per_gpu": 4}: the "placement" member of
+// every measuring command's JSON document.
+nlohmann::json to_json(const PlacementSummary& p);
+
+// The line a text report starts with when ranks share a GPU, and the reason a verdict is
+// withheld ("" when every rank has a GPU of its own).
+std::string shared_gpu_label(const PlacementSummary& p);
+std::string shared_gpu_withheld(const PlacementSummary& p);
+
+struct Placement {
+  topo::Topology topology;     // the GPUs the ranks use, each once
+  std::vector<topo::Gpu> gpu;  // by rank
+  int nranks() const { return static_cast<int>(gpu.size()); }
+  PlacementSummary summary() const;
+  std::vector<WorkerSpec> specs() const;  // rank r on gpu[r]
+  std::vector<int> devices() const;       // GPU index by rank
+};
+
+// The ranks of a launcher (trace, diagnose, probe --ipc): `rank_devices` as the user listed
+// them, repeats and order kept; empty: one rank per GPU. Discovers the machine without
+// initialising CUDA here. Throws Error(kEnvironment) naming `command` when there is no GPU,
+// usage_error for an index the machine lacks.
+Placement place_ranks(const std::vector<int>& rank_devices, const std::string& command);
+// The same from a topology already read (pure; tests use fixtures).
+Placement place_ranks(topo::Topology topology, const std::vector<int>& rank_devices);
+
+// What a worker of a group whose GPU carries other ranks too needs in its environment, as
+// NAME=value strings: its own NCCL_HOSTID (unique per rank and per run), NCCL's socket
+// transport over loopback (NCCL_SOCKET_IFNAME=lo, NCCL_IB_DISABLE=1). A variable the user's
+// environment already sets is left out: the user's settings win. `run_id` tells runs apart.
+std::vector<std::string> shared_gpu_environment(int rank, const std::string& run_id,
+                                                const std::vector<std::string>& user_env);
+
+}  // namespace commtool::workers
