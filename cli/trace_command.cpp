@@ -226,7 +226,7 @@ Runner register_trace(CLI::App& app, const GlobalOptions& global) {
       ->type_name("DIR");
   cmd->add_option("--inject-fault", o->fault,
                   "Fire drill: make one rank die:R:S (killed mid-operation S), no-join:R (never "
-                  "joins), stall:R:S (GPU stalls before S) or mismatch:R:S (wrong count at S), "
+                  "joins), stall:R:S (its stream stalls before S) or mismatch:R:S (wrong count at S), "
                   "to see commtool catch and name it (exit 5)")
       ->type_name("FAULT");
   return [&global, o] { return run_trace_command(global, *o); };

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Everything the GPU machine owes in one go: the GPU tests, the topo report in every format, a
+# Everything the GPU machine owes in one go: the GPU tests (with several ranks on one GPU through
+# gpu-multirank.sh), the topo report in every format, a
 # check that the binary built on Debian 12 finds all its libraries there, topo's speed beside
 # `nvidia-smi topo -m`, the benchmarks (bench-probe.sh, bench-trace.sh, bench-ep.sh), a
 # sysfs capture and NCCL's own topology dump of the machine. Full logs
@@ -33,7 +34,9 @@ step topo bash -c "$bin topo | tee $out/topo.txt"
 step topo-json bash -c "$bin topo --json > $out/topo.json"
 step topo-dot bash -c "$bin topo --dot"
 step topo-verbose "$bin" -v topo --output /tmp/topo-verbose.txt
-step gpu-tests ctest --test-dir build -L gpu --output-on-failure
+# The GPU tests but the multi-rank ones, which gpu-multirank.sh runs below with its benchmark.
+step gpu-tests build/tests/gpu_tests --gtest_filter='-Ranks/GpuMultiRank.*:Modes/GpuFaults.*'
+step multirank bash -c "scripts/gpu-multirank.sh $out/multirank > $out/multirank.txt"
 step probe bash -c "$bin probe | tee $out/probe.txt"
 for n in 2 3 4; do
   placement=$(python3 -c "print(','.join(['0'] * $n))")
@@ -81,7 +84,7 @@ cat /tmp/topo-verbose.txt >> "$log" 2>/dev/null
 
 echo
 echo "== gpu-check summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-ep diagnose-allreduce ipc-sanitizers nccl-dump topo-nccl-xml capture topo-capture; do
+for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests multirank probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-ep diagnose-allreduce ipc-sanitizers nccl-dump topo-nccl-xml capture topo-capture; do
   printf '  %-14s %s\n' "$k" "${result[$k]:-not run}"
 done
 echo
@@ -92,6 +95,8 @@ echo
 cat "$out/bench-trace.txt" 2>/dev/null
 echo
 cat "$out/bench-ep.txt" 2>/dev/null
+echo
+cat "$out/multirank.txt" 2>/dev/null
 fails=0
 for v in "${result[@]}"; do [[ $v == ok ]] || fails=1; done
 exit $fails

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <signal.h>
+#include <unistd.h>
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -323,8 +324,15 @@ OperationSample CollectiveRunner::run(uint64_t bytes, CompletionMode mode, int p
   *static_cast<volatile unsigned long long*>(wrong_.get()) = 0;
 
   if (faulty(FaultKind::kStall, seq)) {
-    // Far past every rank's bound: the others time out waiting while this GPU sleeps.
-    launch_gpu_sleep(producer_.get(), static_cast<uint64_t>(timeout_.count() * 4e9));
+    // Work ahead of the input that does not finish within anyone's bound. A host function on
+    // the stream rather than a GPU sleep kernel: on a GPU that ranks share, a spinning kernel
+    // also holds the other ranks' GPU work up (seen on the H200: their inputs waited seconds),
+    // and the stalled rank could not be told from the ones it starves.
+    const auto seconds = static_cast<uintptr_t>(timeout_.count() * 4) + 1;
+    CUDA_TRY(cudaLaunchHostFunc(
+        producer_.get(),
+        [](void* s) { ::sleep(static_cast<unsigned>(reinterpret_cast<uintptr_t>(s))); },
+        reinterpret_cast<void*>(seconds)));
   }
   produce(l, seed);
 

@@ -4,7 +4,8 @@
 //
 //   die:R:S       rank R is SIGKILLed right after enqueueing operation #S (mid-collective)
 //   no-join:R     rank R never creates the NCCL communicator
-//   stall:R:S     rank R's GPU sleeps ahead of operation #S's input, far past --timeout
+//   stall:R:S     rank R's stream stalls ahead of operation #S's input, far past --timeout
+//                 (work queued before the collective that does not finish)
 //   mismatch:R:S  rank R enqueues operation #S with half the count of the others
 //
 // S counts every operation of the run from 0, warm-up included, on every rank alike.

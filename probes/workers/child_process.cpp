@@ -64,6 +64,9 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
       ::dup2(null, 0);
       ::close(null);
     }
+    // Standard output is the launcher's report (a --json document, say): whatever a worker's
+    // libraries print there (NCCL_DEBUG=INFO logs to stdout) goes to standard error instead.
+    ::dup2(2, 1);
     sigset_t none;
     ::sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -508,7 +508,11 @@ void Group::explain_failure() {
   std::vector<std::string> names;
   for (int r = 0; r < size(); ++r)
     names.push_back(name(r));
-  failure_->what += "\n" + explain_progress(ranks, names, monotonic_now_ns());
+  std::vector<int> devices;
+  for (const WorkerSpec& spec : specs_)
+    devices.push_back(spec.device);
+  failure_->what += "\n" + explain_progress(ranks, names, monotonic_now_ns(),
+                                            summarize_placement(devices).shared_gpu());
 }
 
 void Group::fail(int rank, std::string what, ExitCode code) {

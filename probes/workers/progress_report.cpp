@@ -191,7 +191,8 @@ std::string describe(const Divergence& d) {
 }
 
 std::string explain_progress(const std::vector<RankProgress>& ranks,
-                             const std::vector<std::string>& names, int64_t now_ns) {
+                             const std::vector<std::string>& names, int64_t now_ns,
+                             bool shared_gpu) {
   std::string out = "where each rank stood (commtool's progress board):";
   for (const RankProgress& p : ranks) {
     const std::string name = static_cast<size_t>(p.rank) < names.size()
@@ -203,6 +204,11 @@ std::string explain_progress(const std::vector<RankProgress>& ranks,
     out += "\n  cause: " + describe(*d);
   } else if (std::string b = behind(ranks); !b.empty()) {
     out += "\n  behind: " + b;
+    if (shared_gpu && b.find("never started") != std::string::npos) {
+      out +=
+          "\n  (the ranks share a GPU: a rank's work can also wait there behind another "
+          "rank's, so a rank named here may be one the stalled rank holds up)";
+    }
   }
   return out;
 }

@@ -24,9 +24,11 @@ std::optional<Divergence> first_divergence(const std::vector<RankProgress>& rank
 std::string describe(const Divergence& d);
 
 // The account appended to a failure: one line per rank (`names` by rank, "rank 1 (GPU 0)"),
-// then which rank is behind and why, when the board can tell.
+// then which rank is behind and why, when the board can tell. `shared_gpu`: some ranks share a
+// GPU, where one rank's GPU work can wait behind another's, so "not started" may be innocent.
 std::string explain_progress(const std::vector<RankProgress>& ranks,
-                             const std::vector<std::string>& names, int64_t now_ns);
+                             const std::vector<std::string>& names, int64_t now_ns,
+                             bool shared_gpu = false);
 
 // "0, 2-3": ranks as a short list.
 std::string rank_list(const std::vector<int>& ranks);
