@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <sstream>
 #include <vector>
 
 #include "probes/error.hpp"
@@ -45,11 +44,15 @@ Fault parse_fault(const std::string& text) {
                     "mismatch:RANK:SEQ",
                     text, why));
   };
+  if (text.empty()) throw bad("it is empty");
+  // Split on every ':', keeping empty fields (a trailing colon is a field too many).
   std::vector<std::string> parts;
-  std::stringstream in(text);
-  for (std::string p; std::getline(in, p, ':');)
-    parts.push_back(p);
-  if (parts.empty()) throw bad("it is empty");
+  for (size_t start = 0;;) {
+    const size_t colon = text.find(':', start);
+    parts.push_back(text.substr(start, colon == std::string::npos ? colon : colon - start));
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
   for (const Form& form : kForms) {
     if (parts[0] != form.name) continue;
     const size_t want = form.has_seq ? 3 : 2;
