@@ -33,8 +33,8 @@ struct PlacementSummary {
 PlacementSummary summarize_placement(const std::vector<std::string>& bus_id_of_rank);
 PlacementSummary summarize_placement(const std::vector<int>& device_of_rank);
 
-// {"ranks": 4, "gpus": 1, "shared_gpu": true, "ranks_per_gpu": 4}: the "placement" member of
-// every measuring command's JSON document.
+// {"ranks": 4, "gpus": 1, "shared_gpu": true, "most_ranks_on_a_gpu": 4}: the "rank_placement"
+// member of trace's, diagnose's and probe's JSON documents.
 nlohmann::json to_json(const PlacementSummary& p);
 
 // The line a text report starts with when ranks share a GPU, and the reason a verdict is

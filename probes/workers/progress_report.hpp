@@ -30,7 +30,7 @@ std::string explain_progress(const std::vector<RankProgress>& ranks,
                              const std::vector<std::string>& names, int64_t now_ns,
                              bool shared_gpu = false);
 
-// "0, 2-3": ranks as a short list.
+// Ranks as a short list: runs of three or more as a range ("0-2, 7"), pairs as "0, 1".
 std::string rank_list(const std::vector<int>& ranks);
 
 }  // namespace commtool::workers

@@ -1,0 +1,184 @@
+// What a failed worker group's account says, from progress board snapshots made by hand: the
+// rank behind and why, and the first operation the ranks disagree on.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "probes/workers/progress_report.hpp"
+
+using namespace commtool::workers;
+
+namespace {
+
+OperationRecord op(int64_t seq, std::string name, uint64_t count) {
+  return {seq, std::move(name), count};
+}
+
+// A running rank that enqueued allreduce #0..#last, each of `count` elements.
+RankProgress running(int rank, int64_t last, int64_t started, int64_t completed,
+                     uint64_t count = 1024) {
+  RankProgress p;
+  p.rank = rank;
+  p.phase = Phase::kRunning;
+  p.enqueued = last;
+  p.started = started;
+  p.completed = completed;
+  for (int64_t seq = 0; seq <= last; ++seq)
+    p.recent.push_back(op(seq, "allreduce", count));
+  return p;
+}
+
+RankProgress in_phase(int rank, Phase phase) {
+  RankProgress p;
+  p.rank = rank;
+  p.phase = phase;
+  return p;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(RankList, OneRankIsItsNumber) {
+  EXPECT_EQ(rank_list({3}), "3");
+}
+
+TEST(RankList, TwoAdjacentRanksAreListedNotRanged) {
+  EXPECT_EQ(rank_list({0, 1}), "0, 1");
+}
+
+TEST(RankList, ThreeAdjacentRanksAreARange) {
+  EXPECT_EQ(rank_list({0, 1, 2}), "0-2");
+}
+
+TEST(RankList, GapSeparatesRuns) {
+  EXPECT_EQ(rank_list({0, 2, 3}), "0, 2, 3");
+}
+
+TEST(RankList, UnsortedInputIsListedInOrder) {
+  EXPECT_EQ(rank_list({7, 2, 0, 1}), "0-2, 7");
+}
+
+TEST(RankList, NoRanksIsEmpty) {
+  EXPECT_EQ(rank_list({}), "");
+}
+
+TEST(FirstDivergence, NoneWhenEveryRankEnqueuedTheSame) {
+  EXPECT_FALSE(first_divergence({running(0, 4, 4, 4), running(1, 4, 4, 4)}).has_value());
+}
+
+TEST(FirstDivergence, RankThatHasNotReachedASeqDoesNotDiverge) {
+  EXPECT_FALSE(first_divergence({running(0, 4, 4, 4), running(1, 2, 2, 2)}).has_value());
+}
+
+TEST(FirstDivergence, CountZeroOnEveryRankComparesEqual) {
+  EXPECT_FALSE(first_divergence({running(0, 2, 2, 2, 0), running(1, 2, 2, 2, 0)}).has_value());
+}
+
+TEST(FirstDivergence, SmallestDifferingSeqIsFound) {
+  RankProgress odd = running(1, 5, 5, 5);
+  odd.recent[3].count = 512;
+  odd.recent[5].name = "allgather";
+  const auto d = first_divergence({running(0, 5, 5, 5), odd});
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->seq, 3);
+}
+
+TEST(FirstDivergence, MajorityIsTheReferenceAndTheOddRankIsAnOther) {
+  RankProgress odd = running(1, 2, 2, 2);
+  odd.recent[2].count = 512;
+  const auto d = first_divergence({running(0, 2, 2, 2), odd, running(2, 2, 2, 2)});
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->majority, (std::vector<int>{0, 2}));
+  EXPECT_EQ(d->expected.count, 1024u);
+  ASSERT_EQ(d->others.size(), 1u);
+  EXPECT_EQ(d->others[0].first, 1);
+  EXPECT_EQ(d->others[0].second.count, 512u);
+}
+
+TEST(FirstDivergence, DescriptionNamesTheSeqTheRankAndBothCounts) {
+  RankProgress odd = running(1, 2, 2, 2);
+  odd.recent[2].count = 512;
+  const auto d = first_divergence({running(0, 2, 2, 2), odd, running(2, 2, 2, 2)});
+  ASSERT_TRUE(d.has_value());
+  const std::string text = describe(*d);
+  EXPECT_TRUE(contains(text, "at #2")) << text;
+  EXPECT_TRUE(contains(text,
+                       "rank 1 enqueued allreduce of 512 elements where rank(s) 0, 2 "
+                       "enqueued allreduce of 1024 elements"))
+      << text;
+}
+
+TEST(ExplainProgress, RankStillStartingWhileOthersJoinIsNamed) {
+  const std::string text = explain_progress(
+      {in_phase(0, Phase::kJoining), in_phase(1, Phase::kStarting), in_phase(2, Phase::kJoining)},
+      {}, 0);
+  EXPECT_TRUE(
+      contains(text, "rank(s) 1 never began joining the communicator, which rank(s) 0, 2 wait in"))
+      << text;
+}
+
+TEST(ExplainProgress, RankStillJoiningWhileOthersRunIsNamed) {
+  const std::string text =
+      explain_progress({running(0, 1, 1, 0), in_phase(1, Phase::kJoining)}, {}, 0);
+  EXPECT_TRUE(contains(text, "rank(s) 1 never joined the communicator that rank(s) 0 joined"))
+      << text;
+}
+
+TEST(ExplainProgress, RankThatEnqueuedFewerOperationsIsNamed) {
+  const std::string text =
+      explain_progress({running(0, 5, 5, 4), running(1, 4, 4, 4), running(2, 5, 5, 4)}, {}, 0);
+  EXPECT_TRUE(contains(text,
+                       "rank(s) 1 never enqueued allreduce #5 (last enqueued: #4), which "
+                       "rank(s) 0, 2 did"))
+      << text;
+}
+
+TEST(ExplainProgress, RankWhoseGpuNeverStartedTheOperationIsNamed) {
+  const std::string text =
+      explain_progress({running(0, 5, 5, 4), running(1, 5, 4, 4), running(2, 5, 5, 4)}, {}, 0);
+  EXPECT_TRUE(contains(text, "rank(s) 1 enqueued allreduce #5 but the GPU never started it"))
+      << text;
+  EXPECT_TRUE(contains(text, "while rank(s) 0, 2 started it")) << text;
+}
+
+TEST(ExplainProgress, NotStartedOnASharedGpuCarriesTheCaveat) {
+  const std::string text =
+      explain_progress({running(0, 5, 5, 4), running(1, 5, 4, 4)}, {}, 0, /*shared_gpu=*/true);
+  EXPECT_TRUE(contains(text, "(the ranks share a GPU")) << text;
+}
+
+TEST(ExplainProgress, NotStartedOnOwnGpusHasNoCaveat) {
+  const std::string text =
+      explain_progress({running(0, 5, 5, 4), running(1, 5, 4, 4)}, {}, 0, /*shared_gpu=*/false);
+  EXPECT_FALSE(contains(text, "share a GPU")) << text;
+}
+
+TEST(ExplainProgress, DivergenceIsGivenAsTheCause) {
+  RankProgress odd = running(1, 5, 4, 4);
+  odd.recent[3].count = 512;
+  const std::string text = explain_progress({running(0, 5, 5, 4), odd}, {}, 0);
+  EXPECT_TRUE(contains(text, "\n  cause: the ranks enqueued different operations at #3")) << text;
+  EXPECT_FALSE(contains(text, "behind:")) << text;
+}
+
+TEST(ExplainProgress, OneLinePerRankUnderTheNamesGiven) {
+  EXPECT_EQ(explain_progress({running(0, 5, 5, 5), running(1, 5, 5, 4)},
+                             {"rank 0 (GPU 0)", "rank 1 (GPU 0)"}, 0),
+            "where each rank stood (commtool's progress board):\n"
+            "  rank 0 (GPU 0): running; last enqueued allreduce #5, complete\n"
+            "  rank 1 (GPU 0): running; last enqueued allreduce #5, started on the GPU, not "
+            "complete (last complete: #4)\n"
+            "  behind: every rank that has not completed allreduce #5 started it on the GPU: the "
+            "collective itself did not finish (NCCL, its transport, or a peer that died)");
+}
+
+TEST(ExplainProgress, BusyRankSaysHowLongItHasBeenInItsStep) {
+  RankProgress busy = running(0, 5, 5, 4);
+  busy.busy_since_ns = 1'000'000'000;
+  const std::string text = explain_progress({busy}, {}, 3'500'000'000);
+  EXPECT_TRUE(contains(text, "; in this step for 2.5 s")) << text;
+}
