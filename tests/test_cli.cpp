@@ -512,3 +512,24 @@ TEST(CliDiagnoseEp, RanksTableSaysHowTokensWereCounted) {
   EXPECT_TRUE(contains(generated.out, "a token counted once per destination rank"))
       << generated.out;
 }
+
+TEST(CliComm, UnknownCommunicatorModeIsUsageErrorNamingItAndTheAcceptedOnes) {
+  Result r = run("--comm sometimes trace allreduce");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "sometimes")) << r.out;
+  EXPECT_TRUE(contains(r.out, "blocking, nonblocking")) << r.out;
+}
+
+TEST(CliTrace, UnknownInjectedFaultIsUsageErrorNamingItAndTheAcceptedForms) {
+  Result r = run("trace allreduce --inject-fault explode:1:2");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "explode:1:2")) << r.out;
+  EXPECT_TRUE(
+      contains(r.out, "accepted: die:RANK:SEQ, no-join:RANK, stall:RANK:SEQ, mismatch:RANK:SEQ"))
+      << r.out;
+}
+
+TEST(CliTrace, GpuListedTwiceIsTwoRanksNotAUsageError) {
+  // Without a GPU the run stops at discovery (exit 3): the repeated index itself is accepted.
+  expect_no_gpu_exit_3("--devices 0,0 trace allreduce -b 1K -e 1K");
+}

@@ -203,3 +203,77 @@ TEST(EpReport, TracedRunAddsTheSplitToTextAndJson) {
   ASSERT_EQ(doc.at("split").at("rows").size(), 6u);
   EXPECT_DOUBLE_EQ(doc.at("split").at("rows")[0].at("rank_start_lag_us")[1].get<double>(), 0.5);
 }
+
+// --- Ranks sharing a GPU: times of time-sliced processes, no verdict from them ---
+
+namespace {
+
+// The skewed measurement of 2 ranks, both on one GPU.
+EpMeasurement shared_gpu_measurement() {
+  EpMeasurement m = measurement(20, 12);
+  m.placement = workers::PlacementSummary{2, 1, 2};
+  return m;
+}
+
+int count(const std::vector<std::string>& findings, const std::string& text) {
+  return static_cast<int>(
+      std::count_if(findings.begin(), findings.end(),
+                    [&](const std::string& f) { return f.find(text) != std::string::npos; }));
+}
+
+}  // namespace
+
+TEST(EpReportSharedGpu, FindingsWithholdTheTimeComparisonsInOneLine) {
+  const EpSetup s = skewed_setup(1);
+  const EpMeasurement m = shared_gpu_measurement();
+  const EpDiagnosis d = diagnose_ep(s, &m);
+  EXPECT_EQ(count(d.findings, "withheld"), 1) << all(d.findings);
+}
+
+TEST(EpReportSharedGpu, FindingsSayNothingOfTimeLostToTheSkew) {
+  const EpSetup s = skewed_setup(1);
+  const EpMeasurement m = shared_gpu_measurement();
+  const EpDiagnosis d = diagnose_ep(s, &m);
+  EXPECT_FALSE(has(d.findings, "lost to the skew")) << all(d.findings);
+  EXPECT_FALSE(has(d.findings, "the skew costs nothing measurable")) << all(d.findings);
+}
+
+TEST(EpReportSharedGpu, FindingsNameNoStraggler) {
+  const EpSetup s = skewed_setup(1);
+  const EpMeasurement m = shared_gpu_measurement();
+  const EpDiagnosis d = diagnose_ep(s, &m);
+  EXPECT_FALSE(has(d.findings, "straggler: rank")) << all(d.findings);
+}
+
+TEST(EpReportSharedGpu, SameMeasurementOnGpusOfTheirOwnDoesNameTheStraggler) {
+  // The control for the two tests above: only the placement differs.
+  const EpSetup s = skewed_setup(1);
+  EpMeasurement m = shared_gpu_measurement();
+  m.placement = workers::PlacementSummary{2, 2, 1};
+  const EpDiagnosis d = diagnose_ep(s, &m);
+  EXPECT_TRUE(has(d.findings, "straggler: rank 0")) << all(d.findings);
+}
+
+TEST(EpReportSharedGpu, TextStartsWithTheSharedGpuLabel) {
+  const EpSetup s = skewed_setup(1);
+  const EpMeasurement m = shared_gpu_measurement();
+  const std::string text = ep_text(s, diagnose_ep(s, &m), &m);
+  EXPECT_EQ(text.rfind("SHARED GPU: 2 ranks on 1 GPU", 0), 0u) << text;
+}
+
+TEST(EpReportSharedGpu, JsonHasTheRankPlacement) {
+  const EpSetup s = skewed_setup(1);
+  const EpMeasurement m = shared_gpu_measurement();
+  const nlohmann::json doc = nlohmann::json::parse(ep_json(s, diagnose_ep(s, &m), &m));
+  EXPECT_EQ(doc.at("rank_placement"),
+            nlohmann::json(
+                {{"ranks", 2}, {"gpus", 1}, {"shared_gpu", true}, {"most_ranks_on_a_gpu", 2}}));
+}
+
+TEST(EpReport, JsonCarriesTheCommunicatorMode) {
+  const EpSetup s = skewed_setup(1);
+  EpMeasurement m = measurement(20, 12);
+  m.comm = nccl::CommMode::kNonBlocking;
+  const nlohmann::json doc = nlohmann::json::parse(ep_json(s, diagnose_ep(s, &m), &m));
+  EXPECT_EQ(doc.at("comm"), "nonblocking");
+}

@@ -423,6 +423,37 @@ TEST(RunJson, RunMetaKeepsEveryField) {
   EXPECT_TRUE(fields(run_meta_from_json(to_json(m))) == fields(m));
 }
 
+TEST(RunJson, MetaWithoutCommReadsAsNonBlocking) {
+  // Runs saved before commtool recorded the mode were made with non-blocking communicators.
+  nlohmann::json j = to_json(sample_meta());
+  j.erase("comm");
+  EXPECT_EQ(run_meta_from_json(j).comm, commtool::nccl::CommMode::kNonBlocking);
+}
+
+TEST(RunJson, CommBlockingReadsAsBlocking) {
+  nlohmann::json j = to_json(sample_meta());
+  j["comm"] = "blocking";
+  EXPECT_EQ(run_meta_from_json(j).comm, commtool::nccl::CommMode::kBlocking);
+}
+
+TEST(RunJson, CommNonblockingRoundTrips) {
+  RunMeta m = sample_meta();
+  m.comm = commtool::nccl::CommMode::kNonBlocking;
+  EXPECT_EQ(run_meta_from_json(to_json(m)).comm, commtool::nccl::CommMode::kNonBlocking);
+}
+
+TEST(RunJson, UnknownCommIsAUsageErrorNamingTheValueAndTheAcceptedOnes) {
+  nlohmann::json j = to_json(sample_meta());
+  j["comm"] = "sometimes";
+  try {
+    run_meta_from_json(j);
+    FAIL() << "accepted an unknown communicator mode";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_EQ(std::string(e.what()), "\"comm\": \"sometimes\" is not one of blocking, nonblocking");
+  }
+}
+
 // ---- saved runs ---------------------------------------------------------------------------------
 
 namespace {

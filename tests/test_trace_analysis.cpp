@@ -252,3 +252,115 @@ TEST(TraceRunModes, ParseNamesTheAcceptedModes) {
               std::string::npos);
   }
 }
+
+// --- Ranks on one GPU, and kernel starts across ranks ---
+
+namespace {
+
+// Two ranks, each with the traced operations 1 and 2 (async-wait, 4 KiB); rank 1's records run
+// `rank1_late_ns` later than rank 0's on the common clock. `bus0` and `bus1` are their GPUs.
+TraceRun two_rank_split_run(const std::string& bus0, const std::string& bus1,
+                            uint64_t rank1_late_ns = 500) {
+  TraceRun run;
+  run.meta.collective = "allreduce";
+  run.meta.dtype = "float";
+  run.meta.op = "sum";
+  run.meta.nranks = 2;
+  run.meta.sizes = {4096};
+  run.meta.modes = {"async-wait"};
+  run.meta.cupti = true;
+  for (int r = 0; r < 2; ++r) {
+    RankRun rank;
+    rank.rank = r;
+    rank.device = r;
+    rank.bus_id = r == 0 ? bus0 : bus1;
+    rank.plugin_status = "loaded";
+    const uint64_t late = r == 1 ? rank1_late_ns : 0;
+    add_traced_operation(rank, 1, 0 + late, CompletionMode::kAsyncWait);
+    add_traced_operation(rank, 2, 10000 + late, CompletionMode::kAsyncWait);
+    run.ranks.push_back(rank);
+  }
+  return run;
+}
+
+const std::string kBusA = "0000:1b:00.0";
+const std::string kBusB = "0000:2c:00.0";
+
+}  // namespace
+
+TEST(TraceAnalysis, RanksWithTheSameBusIdShareAGpu) {
+  TraceReport r = analyse(two_rank_split_run(kBusA, kBusA));
+  EXPECT_TRUE(r.placement.shared_gpu());
+  EXPECT_EQ(r.placement.ranks, 2);
+  EXPECT_EQ(r.placement.gpus, 1);
+}
+
+TEST(TraceAnalysis, RanksWithDifferentBusIdsDoNotShareAGpu) {
+  TraceReport r = analyse(two_rank_split_run(kBusA, kBusB));
+  EXPECT_FALSE(r.placement.shared_gpu());
+  EXPECT_EQ(r.placement.gpus, 2);
+}
+
+TEST(TraceReportText, SharedGpuRunStartsWithTheSharedGpuLabel) {
+  std::string text =
+      commtool::reports::render_trace_text(analyse(two_rank_split_run(kBusA, kBusA)));
+  EXPECT_EQ(text.rfind("SHARED GPU: 2 ranks on 1 GPU", 0), 0u) << text;
+}
+
+TEST(TraceReportText, RunOnGpusOfTheirOwnHasNoSharedGpuLabel) {
+  std::string text =
+      commtool::reports::render_trace_text(analyse(two_rank_split_run(kBusA, kBusB)));
+  EXPECT_EQ(text.find("SHARED GPU"), std::string::npos) << text;
+}
+
+TEST(TraceReportJson, SharedGpuRunHasItsRankPlacement) {
+  nlohmann::json j = commtool::reports::trace_to_json(analyse(two_rank_split_run(kBusA, kBusA)));
+  EXPECT_EQ(j.at("rank_placement"),
+            nlohmann::json(
+                {{"ranks", 2}, {"gpus", 1}, {"shared_gpu", true}, {"most_ranks_on_a_gpu", 2}}));
+}
+
+TEST(TraceReportJson, RunOnGpusOfTheirOwnIsNotMarkedShared) {
+  nlohmann::json j = commtool::reports::trace_to_json(analyse(two_rank_split_run(kBusA, kBusB)));
+  EXPECT_EQ(j.at("rank_placement").at("shared_gpu"), false);
+}
+
+TEST(TraceReportJson, CarriesTheCommunicatorModeOfTheRun) {
+  TraceRun run = two_rank_split_run(kBusA, kBusB);
+  run.meta.comm = commtool::nccl::CommMode::kNonBlocking;
+  nlohmann::json j = commtool::reports::trace_to_json(analyse(run));
+  EXPECT_EQ(j.at("comm"), "nonblocking");
+}
+
+TEST(TraceAnalysis, SplitRowGetsTheKernelStartSpreadAcrossRanks) {
+  TraceReport r = analyse(two_rank_split_run(kBusA, kBusB, 500));
+  ASSERT_EQ(r.splits.size(), 1u);
+  EXPECT_EQ(r.splits[0].start_spread_us.n, 2);  // operations 1 and 2
+  EXPECT_DOUBLE_EQ(r.splits[0].start_spread_us.median, 0.5);
+}
+
+TEST(TraceAnalysis, RankWhoseKernelStartsLaterHasTheLargerStartLag) {
+  TraceReport r = analyse(two_rank_split_run(kBusA, kBusB, 500));
+  ASSERT_EQ(r.splits.size(), 1u);
+  ASSERT_EQ(r.splits[0].rank_start_lag_us.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.splits[0].rank_start_lag_us[0], 0.0);
+  EXPECT_DOUBLE_EQ(r.splits[0].rank_start_lag_us[1], 0.5);
+}
+
+TEST(TraceAnalysis, OneRankHasNoStartLags) {
+  TraceReport r = analyse(split_run());
+  ASSERT_FALSE(r.splits.empty());
+  EXPECT_TRUE(r.splits[0].rank_start_lag_us.empty());
+}
+
+TEST(TraceReportText, MultiRankRunHasTheKernelStartAcrossRanksTable) {
+  std::string text =
+      commtool::reports::render_trace_text(analyse(two_rank_split_run(kBusA, kBusB)));
+  EXPECT_NE(text.find("Kernel start across ranks"), std::string::npos) << text;
+}
+
+TEST(TraceReportJson, SplitRowCarriesEachRanksStartLag) {
+  nlohmann::json j =
+      commtool::reports::trace_to_json(analyse(two_rank_split_run(kBusA, kBusB, 500)));
+  EXPECT_EQ(j.at("completion_split")[0].at("rank_start_lag_us"), nlohmann::json({0.0, 0.5}));
+}

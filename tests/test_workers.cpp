@@ -8,8 +8,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "probes/error.hpp"
@@ -81,6 +83,57 @@ void expect_nothing_left_behind(const GroupOutcome& outcome) {
   errno = 0;
   EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);
   EXPECT_EQ(errno, ECHILD) << "a child process is left to reap";
+}
+
+// A group whose step bound (--timeout of each worker) is short and whose group timeout is long:
+// what stops it early is the progress board, not the launcher's stall timeout.
+constexpr std::chrono::duration<double> kShortStep = 0.3s;
+constexpr std::chrono::duration<double> kLongGroupTimeout = 30s;
+
+GroupOutcome run_with_short_step(const nlohmann::json& task) {
+  return run_workers(COMMTOOL_BINARY, kThreeWorkers, task, kLongGroupTimeout, kShortStep);
+}
+
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+// Sets (or unsets, for nullopt) one environment variable for the test's lifetime, then puts
+// back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      ::setenv(name, value->c_str(), 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Two ranks on GPU 0, and two ranks on GPUs of their own.
+const std::vector<WorkerSpec> kSharedGpu = {{0, 0}, {1, 0}};
+const std::vector<WorkerSpec> kOwnGpus = {{0, 0}, {1, 1}};
+
+// What each rank's environment held, by rank, from the test-env task.
+std::vector<nlohmann::json> worker_env(const std::vector<WorkerSpec>& specs) {
+  GroupOutcome outcome = run_workers(COMMTOOL_BINARY, specs, {{"name", "test-env"}}, 10s);
+  EXPECT_FALSE(outcome.failure) << outcome.failure->what;
+  return outcome.results;
 }
 
 }  // namespace
@@ -323,4 +376,128 @@ TEST(WorkersDeathTest, InterruptStopsEveryWorkerAndExitsWith130) {
         run_task({{"name", "test-hang"}, {"victim", 0}});
       },
       ::testing::ExitedWithCode(130), "commtool: interrupted; stopped 3 workers");
+}
+
+// --- The progress board: a rank stuck in one step, ranks that disagree ---
+
+TEST(WorkersBoard, RankBusyInOneStepPastTheStepBoundFailsTheGroupWithExitCode5) {
+  GroupOutcome outcome = run_with_short_step({{"name", "test-busy-hang"}, {"victim", 1}});
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_EQ(outcome.failure->code, ExitCode::kTimeout) << outcome.failure->what;
+}
+
+TEST(WorkersBoard, RankStoppedForBeingBusyTooLongLeavesNoProcessOrSocketBehind) {
+  GroupOutcome outcome = run_with_short_step({{"name", "test-busy-hang"}, {"victim", 1}});
+  ASSERT_TRUE(outcome.failure);
+  expect_nothing_left_behind(outcome);
+}
+
+TEST(WorkersBoard, RankBusyInOneStepPastTheStepBoundIsNamedAsStuckInsideOneStep) {
+  GroupOutcome outcome = run_with_short_step({{"name", "test-busy-hang"}, {"victim", 1}});
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_EQ(outcome.failure->rank, 1);
+  EXPECT_EQ(outcome.failure->what.rfind("rank 1 (GPU 0) stayed inside one step for more than "
+                                        "1.3 s although --timeout is 0.3 s",
+                                        0),
+            0u)
+      << outcome.failure->what;
+}
+
+TEST(WorkersBoard, RankBusyInOneStepFailureSaysWhereEachRankStood) {
+  GroupOutcome outcome = run_with_short_step({{"name", "test-busy-hang"}, {"victim", 1}});
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_TRUE(
+      contains(outcome.failure->what, "\nwhere each rank stood (commtool's progress board):"))
+      << outcome.failure->what;
+}
+
+TEST(WorkersBoard, RankBusyInOneStepIsStoppedLongBeforeTheGroupTimeout) {
+  // A liveness bound of the mechanism (the step bound plus 1 s of grace, read every 100 ms),
+  // far below the 30 s group timeout: not a performance figure.
+  auto started = wire::Clock::now();
+  GroupOutcome outcome = run_with_short_step({{"name", "test-busy-hang"}, {"victim", 1}});
+  auto took = wire::Clock::now() - started;
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_LT(took, 5s);
+}
+
+TEST(WorkersBoard, RanksThatEnqueuedDifferentOperationsFailTheGroupWithExitCode5) {
+  GroupOutcome outcome = run_with_short_step({{"name", "test-diverge"}, {"victim", 1}});
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_EQ(outcome.failure->code, ExitCode::kTimeout) << outcome.failure->what;
+}
+
+TEST(WorkersBoard, RanksThatEnqueuedDifferentOperationsAreNamedWithTheSeqAndTheOddRanksCount) {
+  GroupOutcome outcome = run_with_short_step({{"name", "test-diverge"}, {"victim", 1}});
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_TRUE(contains(outcome.failure->what,
+                       "the ranks enqueued different operations at #0 (a collective mismatch: "
+                       "NCCL waits forever or mixes data): rank 1 enqueued allreduce float sum "
+                       "of 4 elements where rank(s) 0, 2 enqueued allreduce float sum of 8 "
+                       "elements"))
+      << outcome.failure->what;
+}
+
+TEST(WorkersBoard, MismatchIsBlamedOnTheRankThatDisagreesWithTheMajority) {
+  GroupOutcome outcome = run_with_short_step({{"name", "test-diverge"}, {"victim", 1}});
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_EQ(outcome.failure->rank, 1) << outcome.failure->what;
+}
+
+TEST(WorkersBoard, MismatchIsFoundBeforeTheGroupTimeout) {
+  auto started = wire::Clock::now();
+  GroupOutcome outcome = run_with_short_step({{"name", "test-diverge"}, {"victim", 1}});
+  auto took = wire::Clock::now() - started;
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_LT(took, 5s);
+}
+
+TEST(WorkersBoard, GroupThatNeverUsedTheBoardGetsNoAccountOfWhereRanksStood) {
+  GroupOutcome outcome = run_task({{"name", "test-hang"}, {"victim", 1}}, 1s);
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_FALSE(contains(outcome.failure->what, "where each rank stood")) << outcome.failure->what;
+}
+
+// --- The environment of ranks that share a GPU ---
+
+TEST(WorkersEnv, RanksSharingAGpuEachGetADistinctNcclHostid) {
+  ScopedEnv hostid("NCCL_HOSTID", std::nullopt);
+  std::vector<nlohmann::json> env = worker_env(kSharedGpu);
+  ASSERT_EQ(env.size(), 2u);
+  ASSERT_TRUE(env[0]["NCCL_HOSTID"].is_string()) << env[0];
+  ASSERT_TRUE(env[1]["NCCL_HOSTID"].is_string()) << env[1];
+  EXPECT_FALSE(env[0]["NCCL_HOSTID"].get<std::string>().empty());
+  EXPECT_NE(env[0]["NCCL_HOSTID"], env[1]["NCCL_HOSTID"]);
+}
+
+TEST(WorkersEnv, RanksSharingAGpuUseTheLoopbackInterfaceWhenTheUserNamedNone) {
+  ScopedEnv ifname("NCCL_SOCKET_IFNAME", std::nullopt);
+  std::vector<nlohmann::json> env = worker_env(kSharedGpu);
+  ASSERT_EQ(env.size(), 2u);
+  EXPECT_EQ(env[0]["NCCL_SOCKET_IFNAME"], "lo");
+  EXPECT_EQ(env[1]["NCCL_SOCKET_IFNAME"], "lo");
+}
+
+TEST(WorkersEnv, RanksSharingAGpuKeepTheSocketInterfaceTheUserSet) {
+  ScopedEnv ifname("NCCL_SOCKET_IFNAME", "eth7");
+  std::vector<nlohmann::json> env = worker_env(kSharedGpu);
+  ASSERT_EQ(env.size(), 2u);
+  EXPECT_EQ(env[0]["NCCL_SOCKET_IFNAME"], "eth7");
+  EXPECT_EQ(env[1]["NCCL_SOCKET_IFNAME"], "eth7");
+}
+
+TEST(WorkersEnv, RanksSharingAGpuHaveInfinibandDisabledWhenTheUserSaidNothing) {
+  ScopedEnv ib("NCCL_IB_DISABLE", std::nullopt);
+  std::vector<nlohmann::json> env = worker_env(kSharedGpu);
+  ASSERT_EQ(env.size(), 2u);
+  EXPECT_EQ(env[0]["NCCL_IB_DISABLE"], "1");
+  EXPECT_EQ(env[1]["NCCL_IB_DISABLE"], "1");
+}
+
+TEST(WorkersEnv, OneRankPerGpuGetsNoNcclHostidFromCommtool) {
+  ScopedEnv hostid("NCCL_HOSTID", std::nullopt);
+  std::vector<nlohmann::json> env = worker_env(kOwnGpus);
+  ASSERT_EQ(env.size(), 2u);
+  EXPECT_TRUE(env[0]["NCCL_HOSTID"].is_null()) << env[0];
+  EXPECT_TRUE(env[1]["NCCL_HOSTID"].is_null()) << env[1];
 }

@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "probes/error.hpp"
 #include "probes/workers/worker.hpp"
 
@@ -50,6 +52,48 @@ nlohmann::json error(WorkerContext& context, const nlohmann::json& task) {
   return {{"rank", context.rank}};
 }
 
+// Every rank marks seq 0 enqueued on the progress board; the victim then marks itself busy and
+// never returns, like a blocking NCCL call waiting for a peer, while the others mark it started
+// and wait in a barrier.
+nlohmann::json busy_hang(WorkerContext& context, const nlohmann::json& task) {
+  context.progress.phase(Phase::kRunning);
+  context.progress.enqueued(0, "allreduce float sum", 8);
+  if (is_victim(context, task)) {
+    context.progress.busy();
+    for (;;)
+      ::pause();
+  }
+  context.progress.started(0);
+  context.comm.barrier();
+  return {{"rank", context.rank}};
+}
+
+// Every rank enqueues seq 0 as an 8-element allreduce, except the victim, which enqueues 4
+// elements and never reaches the barrier the others wait in: a collective mismatch.
+nlohmann::json diverge(WorkerContext& context, const nlohmann::json& task) {
+  const bool victim = is_victim(context, task);
+  context.progress.phase(Phase::kRunning);
+  context.progress.enqueued(0, "allreduce float sum", victim ? 4 : 8);
+  if (victim) {
+    for (;;)
+      ::pause();
+  }
+  context.comm.barrier();
+  return {{"rank", context.rank}};
+}
+
+// The NCCL variables the launcher may set for a worker, as the worker sees them (null: unset).
+nlohmann::json env(WorkerContext& context, const nlohmann::json&) {
+  auto value = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v ? nlohmann::json(v) : nlohmann::json(nullptr);
+  };
+  return {{"rank", context.rank},
+          {"NCCL_HOSTID", value("NCCL_HOSTID")},
+          {"NCCL_SOCKET_IFNAME", value("NCCL_SOCKET_IFNAME")},
+          {"NCCL_IB_DISABLE", value("NCCL_IB_DISABLE")}};
+}
+
 }  // namespace
 
 void register_test_tasks() {
@@ -57,6 +101,9 @@ void register_test_tasks() {
   register_task("test-die", die);
   register_task("test-hang", hang);
   register_task("test-error", error);
+  register_task("test-busy-hang", busy_hang);
+  register_task("test-diverge", diverge);
+  register_task("test-env", env);
 }
 
 }  // namespace commtool::workers

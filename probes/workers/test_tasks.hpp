@@ -4,7 +4,8 @@
 
 namespace commtool::workers {
 
-// Registers "test-exchange", "test-die", "test-hang" and "test-error" (see test_tasks.cpp).
+// Registers "test-exchange", "test-die", "test-hang", "test-error", "test-busy-hang",
+// "test-diverge" and "test-env" (see test_tasks.cpp).
 void register_test_tasks();
 
 }  // namespace commtool::workers
