@@ -120,13 +120,16 @@ TEST(GpuHostDevice, FullSizeFiguresForTheLog) {
 
 #include "probes/nccl/communicator.hpp"
 
-TEST(GpuNccl, OneRankAllReduceThroughTheNonBlockingCommunicatorIsRight) {
+class GpuNccl : public ::testing::TestWithParam<commtool::nccl::CommMode> {};
+
+TEST_P(GpuNccl, OneRankAllReduceThroughTheCommunicatorIsRight) {
   ASSERT_TRUE(have_gpu());
   cudaSetDevice(0);
   commtool::nccl::Library lib;
   ncclUniqueId id;
   lib.check(lib.get_unique_id(&id), "ncclGetUniqueId");
-  commtool::nccl::Communicator comm(lib, id, 1, 0, std::chrono::seconds(60));
+  commtool::nccl::Communicator comm(lib, id, 1, 0, std::chrono::seconds(60), GetParam());
+  EXPECT_EQ(comm.mode(), GetParam());
   constexpr size_t kCount = 1 << 20;
   std::vector<float> host(kCount);
   for (size_t i = 0; i < kCount; ++i)
@@ -148,3 +151,8 @@ TEST(GpuNccl, OneRankAllReduceThroughTheNonBlockingCommunicatorIsRight) {
   EXPECT_EQ(back, host);  // one rank: the sum is the input, bit for bit
   std::printf("  NCCL %s from %s\n", lib.version_string().c_str(), lib.path().c_str());
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, GpuNccl,
+                         ::testing::Values(commtool::nccl::CommMode::kBlocking,
+                                           commtool::nccl::CommMode::kNonBlocking),
+                         [](const auto& p) { return commtool::nccl::to_string(p.param); });
