@@ -7,7 +7,7 @@
 
 namespace commtool {
 
-// DESIGN.md section 4. The numbers are a contract with scripts: never renumber.
+// The exit codes of README and man page. The numbers are a contract with scripts: never renumber.
 enum class ExitCode : int {
   kOk = 0,
   kUsage = 2,         // bad usage or bad input (a file, a value)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs `commtool probe` at its defaults on the GPU machine and sets the host<->device figures
-# beside the reference figures measured there with public tools (../shared/GPU.md, H200,
+# beside the reference figures measured there with public tools (nvbandwidth v0.8 on the H200,
 # 2026-12-02). Full JSON in OUT_DIR; the table is printed last.
 #   scripts/bench-probe.sh [OUT_DIR]
 set -euo pipefail
@@ -12,7 +12,7 @@ build/cli/commtool probe --h2d --latency > "$out/probe.txt"
 python3 - "$out/probe.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
-ref = {  # ../shared/GPU.md, "Reference figures on this H200"
+ref = {  # nvbandwidth v0.8 and the CUDA samples on the H200, 2026-12-02
     ("H2D", "CE"): 55.5, ("D2H", "CE"): 55.4, ("H2D", "SM"): 51.4, ("D2H", "SM"): 52.6,
     ("round trip", "SM"): 1.20,
 }

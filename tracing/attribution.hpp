@@ -1,5 +1,5 @@
 // Turns one run's records into per-operation intervals, keeping the completion levels of
-// DESIGN.md section 1 apart: what the host saw (enqueue, the wait call) is never labelled GPU
+// tracing/trace_run.hpp apart: what the host saw (enqueue, the wait call) is never labelled GPU
 // time, and a host interval that contains polling sleeps says so. Pure: tests feed it
 // synthetic record streams.
 #pragma once

@@ -1,7 +1,7 @@
 // One rank's side of NCCL collectives, issued the way a framework issues them: a producer
 // stream makes the input and records "input ready"; the NCCL stream waits for it, runs the
 // collective and records "end"; the host completes the collective in one of the four ways of
-// DESIGN.md section 1; a consumer stream then reads the output (the check kernel, which counts
+// CompletionMode (tracing/trace_run.hpp); a consumer stream then reads the output (the check kernel, which counts
 // every wrong element). Each operation is isolated: the next starts only once the consumer is
 // done, so its intervals are its own.
 //

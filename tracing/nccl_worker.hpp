@@ -15,7 +15,7 @@ namespace commtool::tracing {
 int select_device(const std::string& bus_id);
 
 // NCCL_NVLS_ENABLE=0 unless the user set it: NVLink multicast stays off on shared machines
-// (GPU.md: it can put GPUs out of service). Before NCCL initialises.
+// (multicast objects can put a shared machine's GPUs out of service). Before NCCL initialises.
 void keep_nvlink_multicast_off();
 
 // Rank 0's ncclGetUniqueId, handed to every rank by an allgather on the worker channel.

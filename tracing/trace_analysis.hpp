@@ -4,7 +4,8 @@
 // Per size: the collective's time (CUDA events around it on the NCCL stream, every rank's
 // every measured operation; across ranks an operation takes as long as its slowest rank),
 // algbw and busbw from the median, what NCCL chose, and the traced/untraced ratio. Per size and
-// completion mode: the completion split of DESIGN.md section 1 from the traced pass.
+// completion mode: the completion split (host enqueue, stream dependency, kernel, exposed wait)
+// from the traced pass.
 #pragma once
 
 #include <optional>

@@ -12,7 +12,9 @@
 
 namespace commtool::tracing {
 
-// How the harness completed a collective (DESIGN.md section 1, completion levels).
+// How the harness completed a collective. The completion levels it tells apart: host enqueue
+// (the call returned), stream dependency (the consumer stream waits for the end event),
+// collective complete (the end event fired), device complete (all earlier work done).
 enum class CompletionMode {
   kSync,          // consumer stream waits on the end event inside the call (async_op=False)
   kAsyncWait,     // the same stream wait, issued by a later wait() call (async_op=True)

@@ -1,4 +1,4 @@
-// Runs copies the way trustworthy bandwidth figures need (DESIGN.md section 3): every stream is
+// Runs copies the way trustworthy bandwidth figures need (README, "commtool probe"): every stream is
 // held by a spin kernel while its copies are queued, the host releases all streams at once,
 // each stream's copies are timed with CUDA events, and the destination is checked against the
 // pattern after every timed batch. A wrong word is an Error(kVerification); a stream that does

@@ -1,7 +1,7 @@
 // A device buffer exported through CUDA IPC, and every other worker's buffer opened from its
 // handle: the handles travel over the worker channel (one allgather), so after construction
 // at(r) is rank r's buffer mapped into this process. Works between processes on one GPU too
-// (GPU.md), which is how the IPC paths are tested where only one GPU is lent.
+// (seen on the H200), which is how the IPC paths are tested where only one GPU is lent.
 //
 // Sharp edges: every rank must construct it at the same point (the allgather is collective);
 // peers' mappings are closed in the destructor, so a rank must not free its buffer while a

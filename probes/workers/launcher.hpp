@@ -1,4 +1,4 @@
-// The launcher side (DESIGN.md section 2): starts one worker process per GPU, referees their
+// The launcher side of the process model: starts one worker process per rank, referees their
 // barriers and allgathers over a private Unix-domain socket, and collects their results. The
 // launcher itself never touches CUDA, so a worker stuck in a GPU call can always be killed and
 // reported; nothing here waits on a worker without a bound.

@@ -1,4 +1,4 @@
-// The worker side of the launcher/worker split (DESIGN.md section 2): one process per GPU, each
+// The worker side of the launcher/worker split: one process per rank, each
 // with its own CUDA context, started by the launcher as `commtool __worker ...`. A worker
 // connects to the launcher's private socket, receives one task, runs the handler registered
 // under the task's "name" and sends back its result or its error.
