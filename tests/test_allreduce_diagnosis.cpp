@@ -76,6 +76,15 @@ std::string joined(const std::vector<std::string>& lines) {
   return out;
 }
 
+std::string mismatch(const AllReducePath& path, const std::string& ran) {
+  return forced_setting_mismatch(path, ok(4 * KiB, 10, ran));
+}
+
+AllReduceSweep at_placement(AllReduceSweep s, workers::PlacementSummary placement) {
+  s.placement = placement;
+  return s;
+}
+
 // IPC one-shot wins up to 64 KiB, NCCL's default at 256 KiB, NCCL Ring/Simple from 1 MiB.
 AllReduceSweep clean_crossover() {
   return sweep({
@@ -399,4 +408,73 @@ TEST(AllReduceDiagnosis, RunToRunDriftIsTheLargestRelativeGapAtACommonValidSize)
   EXPECT_DOUBLE_EQ(run_to_run_drift(first, again), 0.2);
   EXPECT_DOUBLE_EQ(run_to_run_drift(again, first), 0.2);
   EXPECT_DOUBLE_EQ(run_to_run_drift(first, nccl_default({})), 0.0);
+}
+
+// Where no difference can be real, and a forced setting NCCL did not run.
+
+TEST(RecommendationWithheld, OneRankSaysNcclAlgoChangesNothing) {
+  const std::string why = recommendation_withheld({1, 1, 1});
+  EXPECT_TRUE(why.starts_with("withheld: at one rank")) << why;
+  EXPECT_TRUE(why.find("NCCL_ALGO") != std::string::npos) << why;
+}
+
+TEST(RecommendationWithheld, RanksSharingAGpuAreWithheld) {
+  const std::string why = recommendation_withheld({4, 1, 4});
+  EXPECT_TRUE(why.starts_with("withheld: 4 ranks share 1 GPU(s)")) << why;
+}
+
+TEST(RecommendationWithheld, OneRankPerGpuIsNotWithheld) {
+  EXPECT_EQ(recommendation_withheld({8, 8, 1}), "");
+}
+
+TEST(DiagnoseAllReduce, OneRankGivesOneWithheldLineInsteadOfARecommendation) {
+  const AllReduceDiagnosis d = diagnose_allreduce(at_placement(clean_crossover(), {1, 1, 1}));
+  ASSERT_EQ(d.recommendation.size(), 1u);
+  EXPECT_TRUE(d.recommendation[0].starts_with("withheld")) << d.recommendation[0];
+  EXPECT_EQ(d.withheld, d.recommendation[0]);
+}
+
+TEST(DiagnoseAllReduce, OneRankMovesNoCrossover) {
+  ASSERT_FALSE(diagnose_allreduce(clean_crossover()).crossovers.empty());
+  const AllReduceDiagnosis d = diagnose_allreduce(at_placement(clean_crossover(), {1, 1, 1}));
+  EXPECT_TRUE(d.crossovers.empty());
+  EXPECT_TRUE(d.ranges.empty());
+}
+
+TEST(ForcedSetting, DefaultPathIsNeverAMismatch) {
+  EXPECT_EQ(mismatch(nccl_default({}), "unknown"), "");
+}
+
+TEST(ForcedSetting, IpcPathIsNeverAMismatch) {
+  EXPECT_EQ(mismatch(one_shot({}), ""), "");
+}
+
+TEST(ForcedSetting, WhatRanIsComparedWithoutCase) {
+  EXPECT_EQ(mismatch(nccl_forced("Ring", "LL", {}), "RING/LL, 2 ch"), "");
+}
+
+TEST(ForcedSetting, OtherAlgorithmThanForcedIsNamed) {
+  EXPECT_EQ(mismatch(nccl_forced("Tree", "LL", {}), "RING/LL, 2 ch"),
+            "NCCL ran RING/LL, 2 ch where Tree/LL was forced");
+}
+
+TEST(ForcedSetting, ForcingOnlyTheAlgorithmAcceptsAnyProtocol) {
+  EXPECT_EQ(mismatch(nccl_forced("Ring", "", {}), "RING/SIMPLE, 2 ch"), "");
+}
+
+TEST(ForcedSetting, UnknownRunIsNotConfirmed) {
+  EXPECT_TRUE(mismatch(nccl_forced("Ring", "LL", {}), "unknown").starts_with("not confirmed"));
+}
+
+TEST(ForcedSetting, MissingRunIsNotConfirmed) {
+  EXPECT_TRUE(mismatch(nccl_forced("Ring", "LL", {}), "").starts_with("not confirmed"));
+}
+
+TEST(ForcedSetting, MixedRunsWithAnotherProtocolAreAMismatch) {
+  EXPECT_EQ(mismatch(nccl_forced("Ring", "LL", {}), "RING/LL, 1 ch x3; RING/SIMPLE, 2 ch x2"),
+            "NCCL ran RING/LL, 1 ch x3; RING/SIMPLE, 2 ch x2 where Ring/LL was forced");
+}
+
+TEST(ForcedSetting, MixedRunsThatAllMatchAreNoMismatch) {
+  EXPECT_EQ(mismatch(nccl_forced("Ring", "LL", {}), "RING/LL, 1 ch x3; RING/LL, 2 ch x2"), "");
 }

@@ -153,3 +153,30 @@ TEST(Attribution, HostSideCompletionFactWinsAndPollingIsLabelled) {
   EXPECT_TRUE(*op.complete_at_wait_return);
   EXPECT_TRUE(op.host_wait_polls);
 }
+
+TEST(StartLags, NoneWhenNoRankHasAStart) {
+  EXPECT_FALSE(start_lags({std::nullopt, std::nullopt}).has_value());
+}
+
+TEST(StartLags, SpreadIsFirstToLastStartInMicroseconds) {
+  const std::optional<StartLags> l = start_lags({5'000'000, 5'003'000, 5'001'500});
+  ASSERT_TRUE(l.has_value());
+  EXPECT_DOUBLE_EQ(l->spread_us, 3.0);
+}
+
+TEST(StartLags, EachRankLagsBehindTheFirstToStart) {
+  const std::optional<StartLags> l = start_lags({5'002'000, 5'000'000, 5'000'500});
+  ASSERT_TRUE(l.has_value());
+  ASSERT_EQ(l->lag_us.size(), 3u);
+  EXPECT_DOUBLE_EQ(l->lag_us[0].value(), 2.0);
+  EXPECT_DOUBLE_EQ(l->lag_us[1].value(), 0.0);
+  EXPECT_DOUBLE_EQ(l->lag_us[2].value(), 0.5);
+}
+
+TEST(StartLags, RankWithoutAStartHasNoLag) {
+  const std::optional<StartLags> l = start_lags({1'000, std::nullopt, 3'000});
+  ASSERT_TRUE(l.has_value());
+  ASSERT_EQ(l->lag_us.size(), 3u);
+  EXPECT_FALSE(l->lag_us[1].has_value());
+  EXPECT_DOUBLE_EQ(l->spread_us, 2.0);
+}
