@@ -224,10 +224,11 @@ Runner register_trace(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--save", o->save_dir,
                   "Save the records and run metadata in DIR, for commtool report")
       ->type_name("DIR");
-  cmd->add_option("--inject-fault", o->fault,
-                  "Fire drill: make one rank die:R:S (killed mid-operation S), no-join:R (never "
-                  "joins), stall:R:S (its stream stalls before S) or mismatch:R:S (wrong count at S), "
-                  "to see commtool catch and name it (exit 5)")
+  cmd->add_option(
+         "--inject-fault", o->fault,
+         "Fire drill: make one rank die:R:S (killed mid-operation S), no-join:R (never "
+         "joins), stall:R:S (its stream stalls before S) or mismatch:R:S (wrong count at S), "
+         "to see commtool catch and name it (exit 5)")
       ->type_name("FAULT");
   return [&global, o] { return run_trace_command(global, *o); };
 }

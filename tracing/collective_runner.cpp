@@ -1,9 +1,9 @@
 #include "tracing/collective_runner.hpp"
 
 #include <fmt/format.h>
-
 #include <signal.h>
 #include <unistd.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -11,7 +11,8 @@
 
 #include "probes/cuda/cuda_check.hpp"
 #include "probes/measure/byte_size.hpp"
-#include "tracing/collective_values.cuh"  // reduces()
+#include "tracing/collective_values.cuh"  // values::reduces
+#include "tracing/nccl_worker.hpp"
 
 namespace commtool::tracing {
 
@@ -136,7 +137,7 @@ CollectiveRunner::CollectiveRunner(const nccl::Library& lib, nccl::Communicator&
       nranks_(nranks),
       spec_(spec),
       timeout_(timeout),
-      progress_(progress != nullptr ? *progress : no_board_),
+      progress_(workers::progress_or_none(progress)),
       fault_(fault),
       board_name_(values::reduces(spec.collective)
                       ? fmt::format("{} {} {}", to_string(spec.collective), to_string(spec.dtype),
@@ -159,14 +160,6 @@ std::string CollectiveRunner::describe(uint64_t seq, uint64_t bytes, CompletionM
 
 bool CollectiveRunner::faulty(FaultKind kind, uint64_t seq) const {
   return fault_ && fault_->at(kind, comm_.rank(), seq);
-}
-
-void CollectiveRunner::note_started(uint64_t seq) {
-  if (cudaEventQuery(start_.get()) == cudaSuccess) {
-    progress_.started(static_cast<int64_t>(seq));
-  } else {
-    cudaGetLastError();  // not ready is not an error to keep
-  }
 }
 
 ncclResult_t CollectiveRunner::issue(const BufferLayout& l) {
@@ -241,7 +234,7 @@ bool CollectiveRunner::complete(CompletionMode mode, int poll_ms, const std::str
     watchdog_->arm();
     cudaError_t err = run();
     const bool fired = watchdog_->disarm();
-    note_started(seq);
+    report_if_started(progress_, start_.get(), static_cast<int64_t>(seq));
     if (fired) {
       throw Error(ExitCode::kTimeout,
                   fmt::format("rank {}: {} did not complete within {:.1f} s; the communicator "
@@ -271,7 +264,7 @@ bool CollectiveRunner::complete(CompletionMode mode, int poll_ms, const std::str
     cudaError_t e = cudaEventQuery(end_.get());
     if (e == cudaSuccess) return true;
     if (e != cudaErrorNotReady) CUDA_TRY(e);
-    note_started(seq);
+    report_if_started(progress_, start_.get(), static_cast<int64_t>(seq));
     comm_.check_async(what);
     if (Clock::now() > deadline) {
       comm_.abort_from_watchdog();
@@ -303,16 +296,8 @@ void CollectiveRunner::consume(const BufferLayout& l, uint32_t seed, bool ordere
 }
 
 uint64_t CollectiveRunner::finish(const std::string& what, uint64_t seq) {
-  progress_.busy();
-  bool started = false;
-  comm_.wait(consumer_done_.get(), what, [&] {
-    if (started) return;
-    note_started(seq);
-    started = cudaEventQuery(start_.get()) == cudaSuccess;
-  });
-  progress_.started(static_cast<int64_t>(seq));
-  progress_.completed(static_cast<int64_t>(seq));
-  progress_.idle();
+  wait_for_operation(comm_, progress_, start_.get(), consumer_done_.get(),
+                     static_cast<int64_t>(seq), what);
   return *static_cast<volatile unsigned long long*>(wrong_.get());
 }
 

@@ -1,9 +1,9 @@
 // One rank's side of NCCL collectives, issued the way a framework issues them: a producer
 // stream makes the input and records "input ready"; the NCCL stream waits for it, runs the
 // collective and records "end"; the host completes the collective in one of the four ways of
-// CompletionMode (tracing/trace_run.hpp); a consumer stream then reads the output (the check kernel, which counts
-// every wrong element). Each operation is isolated: the next starts only once the consumer is
-// done, so its intervals are its own.
+// CompletionMode (tracing/trace_run.hpp); a consumer stream then reads the output (the check
+// kernel, which counts every wrong element). Each operation is isolated: the next starts only once
+// the consumer is done, so its intervals are its own.
 //
 // Every GPU wait is bounded by the timeout: event waits poll NCCL's async error and abort the
 // communicator at the deadline; the blocking calls the modes exist to measure
@@ -76,8 +76,6 @@ class CollectiveRunner {
   void enqueue(const BufferLayout& layout, uint64_t seq);
   ncclResult_t issue(const BufferLayout& layout);
   bool faulty(FaultKind kind, uint64_t seq) const;
-  // On the board: the operation's GPU work began (its start event fired).
-  void note_started(uint64_t seq);
   // The host's completion step; returns whether it slept between polls.
   bool complete(CompletionMode mode, int poll_ms, const std::string& what, uint64_t seq);
   // Queues the check on the consumer stream; `ordered`: it already waits on the end event.
@@ -91,7 +89,6 @@ class CollectiveRunner {
   int nranks_;
   CollectiveSpec spec_;
   std::chrono::duration<double> timeout_;
-  workers::Progress no_board_;
   workers::Progress& progress_;
   std::optional<Fault> fault_;
   std::string board_name_;  // "allreduce float sum": what every rank must enqueue alike

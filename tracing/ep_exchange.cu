@@ -9,6 +9,7 @@
 #include "probes/cuda/cuda_check.hpp"
 #include "probes/error.hpp"
 #include "tracing/ep_exchange.hpp"
+#include "tracing/nccl_worker.hpp"
 
 namespace commtool::tracing {
 
@@ -69,7 +70,7 @@ ExchangeRunner::ExchangeRunner(const nccl::Library& lib, nccl::Communicator& com
     : lib_(lib),
       comm_(comm),
       nranks_(nranks),
-      progress_(progress != nullptr ? *progress : no_board_),
+      progress_(workers::progress_or_none(progress)),
       send_(std::max<uint64_t>(max_send_bytes, 1)),
       recv_(std::max<uint64_t>(max_recv_bytes, 1)),
       wrong_(sizeof(unsigned long long), -1) {
@@ -136,20 +137,7 @@ ExchangeSample ExchangeRunner::run(const ExchangeCounts& c, uint32_t seq, const 
                                                                            wrong);
   CUDA_TRY(cudaGetLastError());
   CUDA_TRY(cudaEventRecord(consumer_done_.get(), consumer_.get()));
-  progress_.busy();
-  bool started = false;
-  comm_.wait(consumer_done_.get(), what, [&] {
-    if (started) return;
-    started = cudaEventQuery(start_.get()) == cudaSuccess;
-    if (started) {
-      progress_.started(seq);
-    } else {
-      cudaGetLastError();
-    }
-  });
-  progress_.started(seq);
-  progress_.completed(seq);
-  progress_.idle();
+  wait_for_operation(comm_, progress_, start_.get(), consumer_done_.get(), seq, what);
 
   ExchangeSample s;
   float ms = 0;

@@ -83,7 +83,6 @@ class ExchangeRunner {
   const nccl::Library& lib_;
   nccl::Communicator& comm_;
   int nranks_;
-  workers::Progress no_board_;
   workers::Progress& progress_;
   cuda::DeviceBuffer send_, recv_;
   cuda::PinnedHostBuffer wrong_;

@@ -38,4 +38,23 @@ ncclUniqueId shared_unique_id(workers::WorkerContext& ctx, const nccl::Library& 
   return id;
 }
 
+bool report_if_started(workers::Progress& progress, cudaEvent_t start, int64_t seq) {
+  if (cudaEventQuery(start) != cudaSuccess) {
+    cudaGetLastError();  // not ready is no error to keep
+    return false;
+  }
+  progress.started(seq);
+  return true;
+}
+
+void wait_for_operation(nccl::Communicator& comm, workers::Progress& progress, cudaEvent_t start,
+                        cudaEvent_t done, int64_t seq, const std::string& what) {
+  progress.busy();
+  bool started = false;
+  comm.wait(done, what, [&] { started = started || report_if_started(progress, start, seq); });
+  progress.started(seq);
+  progress.completed(seq);
+  progress.idle();
+}
+
 }  // namespace commtool::tracing

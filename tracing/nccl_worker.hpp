@@ -5,6 +5,9 @@
 
 #include <string>
 
+#include <cuda_runtime_api.h>
+
+#include "probes/nccl/communicator.hpp"
 #include "probes/nccl/nccl_library.hpp"
 #include "probes/workers/worker.hpp"
 
@@ -20,5 +23,15 @@ void keep_nvlink_multicast_off();
 
 // Rank 0's ncclGetUniqueId, handed to every rank by an allgather on the worker channel.
 ncclUniqueId shared_unique_id(workers::WorkerContext& ctx, const nccl::Library& lib);
+
+// Tells the progress board that operation `seq` started once its `start` event (recorded on
+// the NCCL stream just before the operation) has fired; returns whether it has.
+bool report_if_started(workers::Progress& progress, cudaEvent_t start, int64_t seq);
+
+// The last wait of an operation: for `done` (recorded after everything the operation queued),
+// bounded as Communicator::wait bounds it, with the board told when the operation starts and
+// completes. The rank is busy on the board meanwhile and idle after.
+void wait_for_operation(nccl::Communicator& comm, workers::Progress& progress, cudaEvent_t start,
+                        cudaEvent_t done, int64_t seq, const std::string& what);
 
 }  // namespace commtool::tracing

@@ -15,9 +15,10 @@ namespace commtool::workers {
 class ChildProcess {
  public:
   // Runs argv[0] (a path; no PATH search) with argv and exactly the environment env, stdin
-  // from /dev/null, stdout onto stderr (the launcher's stdout carries only its report). Call from a thread that outlives the child: PR_SET_PDEATHSIG fires when the
-  // forking thread ends. Throws commtool::Error(kEnvironment) when fork fails; a failed exec
-  // shows up as the child exiting with status 127.
+  // from /dev/null, stdout onto stderr (the launcher's stdout carries only its report). Call
+  // from a thread that outlives the child: PR_SET_PDEATHSIG fires when the forking thread ends.
+  // Throws commtool::Error(kEnvironment) when fork fails; a failed exec shows up as the child
+  // exiting with status 127.
   static ChildProcess spawn(const std::vector<std::string>& argv,
                             const std::vector<std::string>& env);
 

@@ -170,6 +170,7 @@ class Group {
   std::vector<WorkerSpec> specs_;  // by rank
   std::chrono::duration<double> timeout_;
   std::chrono::duration<double> step_;
+  bool shared_gpu_ = false;  // some GPU carries several ranks
   PrivateDir dir_;
   ProgressBoard board_;
   UniqueFd listener_;
@@ -201,10 +202,10 @@ Group::Group(const std::string& executable, std::vector<WorkerSpec> specs,
   std::vector<int> devices;
   for (const WorkerSpec& spec : specs_)
     devices.push_back(spec.device);
-  const bool shared_gpu = summarize_placement(devices).shared_gpu();
+  shared_gpu_ = summarize_placement(devices).shared_gpu();
   for (const WorkerSpec& spec : specs_) {
     std::vector<std::string> rank_env = env;
-    if (shared_gpu) {
+    if (shared_gpu_) {
       for (std::string& e : shared_gpu_environment(spec.rank, std::to_string(::getpid()), env))
         rank_env.push_back(std::move(e));
     }
@@ -508,11 +509,7 @@ void Group::explain_failure() {
   std::vector<std::string> names;
   for (int r = 0; r < size(); ++r)
     names.push_back(name(r));
-  std::vector<int> devices;
-  for (const WorkerSpec& spec : specs_)
-    devices.push_back(spec.device);
-  failure_->what += "\n" + explain_progress(ranks, names, monotonic_now_ns(),
-                                            summarize_placement(devices).shared_gpu());
+  failure_->what += "\n" + explain_progress(ranks, names, monotonic_now_ns(), shared_gpu_);
 }
 
 void Group::fail(int rank, std::string what, ExitCode code) {

@@ -134,6 +134,11 @@ void Progress::completed(int64_t seq) {
   if (slot_) slot_->completed.store(seq, std::memory_order_release);
 }
 
+Progress& progress_or_none(Progress* progress) {
+  static Progress none;  // no slot: every call is a no-op, so sharing it is safe
+  return progress != nullptr ? *progress : none;
+}
+
 // ---- launcher side ----
 
 ProgressBoard::ProgressBoard(std::string path, int size)

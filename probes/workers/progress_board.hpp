@@ -97,4 +97,7 @@ class ProgressBoard {
 
 int64_t monotonic_now_ns();
 
+// `progress`, or a shared no-op for code run without a board (tests, a bare benchmark).
+Progress& progress_or_none(Progress* progress);
+
 }  // namespace commtool::workers
