@@ -1,7 +1,7 @@
-// Runs copies the way trustworthy bandwidth figures need (README, "commtool probe"): every stream is
-// held by a spin kernel while its copies are queued, the host releases all streams at once,
-// each stream's copies are timed with CUDA events, and the destination is checked against the
-// pattern after every timed batch. A wrong word is an Error(kVerification); a stream that does
+// Runs copies the way trustworthy bandwidth figures need (README, "commtool probe"): every
+// stream is held by a spin kernel while its copies are queued, the host releases all streams at
+// once, each stream's copies are timed with CUDA events, and the destination is checked against
+// the pattern after every timed batch. A wrong word is an Error(kVerification); a stream that does
 // not finish within the timeout is an Error(kTimeout).
 #pragma once
 
