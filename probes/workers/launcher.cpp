@@ -485,9 +485,9 @@ void Group::check_board() {
     if (p.busy_since_ns == 0 || now - p.busy_since_ns <= bound.count()) continue;
     return fail(
         p.rank,
-        fmt::format("{} stayed inside one step for more than {:.1f} s although --timeout "
-                    "is {:.1f} s: it is stuck in a call that cannot be bounded from "
-                    "inside (a blocking NCCL call waiting for a peer), so it was stopped",
+        fmt::format("{} stayed inside one step for more than {:.1f} s although --timeout is "
+                    "{:.1f} s: it is stuck in a call that cannot be bounded from inside (a "
+                    "blocking NCCL call waiting for a peer, or the driver), so it was stopped",
                     name(p.rank), std::chrono::duration<double>(bound).count(), step_.count()),
         ExitCode::kTimeout);
   }
