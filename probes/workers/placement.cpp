@@ -94,11 +94,8 @@ Placement place_ranks(topo::Topology topology, const std::vector<int>& rank_devi
 }
 
 Placement place_ranks(const std::vector<int>& rank_devices, const std::string& command) {
-  std::vector<int> unique = rank_devices;
-  std::sort(unique.begin(), unique.end());
-  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
-  topo::Topology topology = topo::discover_for_launcher(unique, command);
-  return place_ranks(std::move(topology), rank_devices);
+  // select_gpus keeps each listed GPU once however often it is listed.
+  return place_ranks(topo::discover_for_launcher(rank_devices, command), rank_devices);
 }
 
 std::vector<std::string> shared_gpu_environment(int rank, const std::string& run_id,
