@@ -7,8 +7,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/device_list.hpp"
-#include "probes/error.hpp"
-#include "reports/output_file.hpp"
+#include "probes/base/error.hpp"
+#include "probes/base/output_file.hpp"
 
 namespace commtool::cli {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "probes/nccl/communicator.hpp"
+#include "probes/base/nccl/communicator.hpp"
 
 namespace commtool::cli {
 
@@ -24,7 +24,7 @@ struct GlobalOptions {
 };
 
 // Parses argv, runs the chosen subcommand, prints errors, and returns the exit code
-// (probes/error.hpp: 0 ran, 2 usage, 3 environment, 4 verification, 5 timeout). Never throws.
+// (probes/base/error.hpp: 0 ran, 2 usage, 3 environment, 4 verification, 5 timeout). Never throws.
 int run(int argc, char** argv);
 
 // The text that closes --help: the exit codes.

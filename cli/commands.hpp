@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "cli/app.hpp"
-#include "tracing/trace_run.hpp"
+#include "tracing/trace/trace_run.hpp"
 
 namespace commtool::cli {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "probes/error.hpp"
+#include "probes/base/error.hpp"
 
 namespace commtool::cli {
 

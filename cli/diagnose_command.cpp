@@ -1,7 +1,7 @@
 // `commtool diagnose ep`: MoE expert-parallel dispatch and combine under a routing, measured
 // against the same bytes spread evenly and against an EPLB-style replication of the hottest
-// experts. Parsing only: the routing is tracing/ep_routing, the measurement tracing/ep_measure,
-// the figures and words reports/ep_report.
+// experts. Parsing only: the routing is tracing/ep/ep_routing, the measurement
+// tracing/ep/ep_measure, the figures and words reports/ep/ep_report.
 #include <fmt/format.h>
 
 #include <memory>
@@ -13,17 +13,17 @@
 #include <optional>
 #include "cli/commands.hpp"
 #include "cli/size_sweep.hpp"
-#include "probes/error.hpp"
-#include "probes/workers/placement.hpp"
-#include "reports/allreduce_diagnosis.hpp"
-#include "reports/ep_report.hpp"
-#include "reports/output_file.hpp"
-#include "reports/svg_plot.hpp"
-#include "tracing/ep_measure.hpp"  // kMaxExchangeRanks
-#include "tracing/ep_routing.hpp"
-#include "tracing/ipc_allreduce_task.hpp"
-#include "tracing/trace_analysis.hpp"
-#include "tracing/trace_plan.hpp"
+#include "probes/base/error.hpp"
+#include "probes/base/output_file.hpp"
+#include "probes/topo/rank_placement.hpp"
+#include "reports/allreduce/allreduce_diagnosis.hpp"
+#include "reports/ep/ep_report.hpp"
+#include "reports/format/svg_plot.hpp"
+#include "tracing/allreduce/ipc_allreduce_task.hpp"
+#include "tracing/ep/ep_measure.hpp"  // kMaxExchangeRanks
+#include "tracing/ep/ep_routing.hpp"
+#include "tracing/trace/trace_analysis.hpp"
+#include "tracing/trace/trace_plan.hpp"
 
 namespace commtool::cli {
 
@@ -378,8 +378,8 @@ int run_allreduce(const GlobalOptions& global, const AllReduceOptions& o) {
                     "types of trace, for NCCL only)",
                     o.dtype));
   }
-  const workers::Placement placement =
-      workers::place_ranks(global.rank_devices, "diagnose allreduce");
+  const topo::RankPlacement placement =
+      topo::place_ranks(global.rank_devices, "diagnose allreduce");
   const std::vector<int> devices = placement.devices();
 
   std::vector<std::string> notes;

@@ -4,9 +4,9 @@
 
 #include "cli/commands.hpp"
 #include "probes/bandwidth/probe_plan.hpp"
-#include "probes/error.hpp"
-#include "probes/measure/byte_size.hpp"
-#include "reports/probe_report.hpp"
+#include "probes/base/error.hpp"
+#include "probes/base/measure/byte_size.hpp"
+#include "reports/probe/probe_report.hpp"
 
 namespace commtool::cli {
 

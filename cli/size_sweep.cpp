@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "probes/error.hpp"
-#include "probes/measure/byte_size.hpp"
+#include "probes/base/error.hpp"
+#include "probes/base/measure/byte_size.hpp"
 
 namespace commtool::cli {
 

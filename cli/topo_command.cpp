@@ -5,11 +5,11 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "probes/error.hpp"
+#include "probes/base/error.hpp"
+#include "probes/base/watchdog.hpp"
 #include "probes/topo/classify.hpp"
 #include "probes/topo/discover.hpp"
-#include "probes/watchdog.hpp"
-#include "reports/topo_report.hpp"
+#include "reports/topo/topo_report.hpp"
 
 namespace commtool::cli {
 

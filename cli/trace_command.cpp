@@ -8,13 +8,13 @@
 #include "build_info.hpp"
 #include "cli/commands.hpp"
 #include "cli/size_sweep.hpp"
-#include "probes/error.hpp"
-#include "probes/measure/byte_size.hpp"
-#include "reports/output_file.hpp"
-#include "reports/trace_report.hpp"
-#include "tracing/record_io.hpp"
-#include "tracing/trace_analysis.hpp"
-#include "tracing/trace_plan.hpp"
+#include "probes/base/error.hpp"
+#include "probes/base/measure/byte_size.hpp"
+#include "probes/base/output_file.hpp"
+#include "reports/trace/trace_report.hpp"
+#include "tracing/trace/record_io.hpp"
+#include "tracing/trace/trace_analysis.hpp"
+#include "tracing/trace/trace_plan.hpp"
 
 namespace commtool::cli {
 

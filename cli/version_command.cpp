@@ -2,7 +2,7 @@
 
 #include "build_info.hpp"
 #include "cli/commands.hpp"
-#include "probes/runtime_versions.hpp"
+#include "probes/base/runtime_versions.hpp"
 
 namespace commtool::cli {
 

@@ -12,11 +12,11 @@
 #include <cstdlib>
 #include <vector>
 
-#include "probes/cuda/cuda_check.hpp"
-#include "probes/cuda/memory.hpp"
-#include "probes/measure/statistics.hpp"
-#include "probes/nccl/communicator.hpp"
-#include "tracing/collective_data.hpp"
+#include "probes/base/cuda/cuda_check.hpp"
+#include "probes/base/cuda/memory.hpp"
+#include "probes/base/measure/statistics.hpp"
+#include "probes/base/nccl/communicator.hpp"
+#include "tracing/collectives/collective_data.hpp"
 
 int main(int argc, char** argv) {
   using namespace commtool;

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "tracing/attribution.hpp"
-#include "tracing/record_io.hpp"
+#include "tracing/trace/attribution.hpp"
+#include "tracing/trace/record_io.hpp"
 
 using namespace commtool::tracing;
 

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "tracing/ep_measure.hpp"
-#include "tracing/records.hpp"
+#include "tracing/cupti/records.hpp"
+#include "tracing/ep/ep_measure.hpp"
 
 namespace synthetic_records {
 

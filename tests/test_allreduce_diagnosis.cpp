@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "probes/error.hpp"
-#include "reports/allreduce_diagnosis.hpp"
+#include "probes/base/error.hpp"
+#include "reports/allreduce/allreduce_diagnosis.hpp"
 
 using namespace commtool;
 using namespace commtool::reports;

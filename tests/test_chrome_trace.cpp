@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "reports/chrome_trace.hpp"
+#include "reports/trace/chrome_trace.hpp"
 
 using namespace commtool;
 using namespace commtool::tracing;

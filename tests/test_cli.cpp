@@ -533,3 +533,14 @@ TEST(CliTrace, GpuListedTwiceIsTwoRanksNotAUsageError) {
   // Without a GPU the run stops at discovery (exit 3): the repeated index itself is accepted.
   expect_no_gpu_exit_3("--devices 0,0 trace allreduce -b 1K -e 1K");
 }
+
+// The worker tasks that exist only to test the launcher (test-die, test-hang, ...) live in the
+// test worker (tests/worker), never in the binary users run.
+TEST(CliBinary, CarriesNoTestWorkerTasks) {
+  std::ifstream in(COMMTOOL_BINARY, std::ios::binary);
+  ASSERT_TRUE(in) << COMMTOOL_BINARY;
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 1000000u);
+  for (const char* task : {"test-busy-hang", "test-diverge", "test-exchange"})
+    EXPECT_EQ(bytes.find(task), std::string::npos) << task;
+}

@@ -1,7 +1,7 @@
 // What goes into a collective and what must come out: names, buffer layouts in nccl-tests'
 // convention, the input values, the expected output of every collective, and the bounds within
 // which a check can demand exact equality. The GPU kernels compute with the same header
-// (tracing/collective_values.cuh), so these pin what the GPU checks.
+// (tracing/collectives/collective_values.cuh), so these pin what the GPU checks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,8 +10,8 @@
 #include <set>
 #include <vector>
 
-#include "tracing/collective_data.hpp"
-#include "tracing/collective_values.cuh"
+#include "tracing/collectives/collective_data.hpp"
+#include "tracing/collectives/collective_values.cuh"
 
 using namespace commtool::tracing;
 

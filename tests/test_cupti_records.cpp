@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "probes/error.hpp"
+#include "probes/base/error.hpp"
 #include "tracing/cupti/cupti_tracer.hpp"
 #include "tracing/cupti/normalise.hpp"
 

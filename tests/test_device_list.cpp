@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/device_list.hpp"
-#include "probes/error.hpp"
+#include "probes/base/error.hpp"
 
 using commtool::Error;
 using commtool::ExitCode;

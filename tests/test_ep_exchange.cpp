@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "tracing/ep_exchange.hpp"
+#include "tracing/ep/ep_exchange.hpp"
 
 using namespace commtool::tracing;
 

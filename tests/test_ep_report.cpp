@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "reports/ep_report.hpp"
+#include "reports/ep/ep_report.hpp"
 #include "synthetic_records.hpp"
 
 using namespace commtool;

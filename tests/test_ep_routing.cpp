@@ -11,8 +11,8 @@
 #include <set>
 #include <string>
 
-#include "probes/error.hpp"
-#include "tracing/ep_routing.hpp"
+#include "probes/base/error.hpp"
+#include "tracing/ep/ep_routing.hpp"
 
 using namespace commtool;
 using namespace commtool::tracing;

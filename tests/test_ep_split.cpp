@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "reports/ep_split.hpp"
+#include "reports/ep/ep_split.hpp"
 #include "synthetic_records.hpp"
 
 using namespace commtool;

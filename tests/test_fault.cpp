@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "probes/error.hpp"
-#include "tracing/fault.hpp"
+#include "probes/base/error.hpp"
+#include "tracing/trace/fault.hpp"
 
 using namespace commtool;
 using namespace commtool::tracing;

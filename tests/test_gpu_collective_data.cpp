@@ -10,8 +10,8 @@
 #include <cstring>
 #include <vector>
 
-#include "probes/cuda/memory.hpp"
-#include "tracing/collective_data.hpp"
+#include "probes/base/cuda/memory.hpp"
+#include "tracing/collectives/collective_data.hpp"
 
 using namespace commtool;
 using namespace commtool::tracing;

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "probes/error.hpp"
+#include "probes/base/error.hpp"
 #include "tracing/cupti/cupti_tracer.hpp"
 
 using namespace commtool::tracing;

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "cli_run.hpp"
-#include "probes/error.hpp"
-#include "tracing/ep_exchange.hpp"
-#include "tracing/ep_measure.hpp"
+#include "probes/base/error.hpp"
+#include "tracing/ep/ep_exchange.hpp"
+#include "tracing/ep/ep_measure.hpp"
 
 using namespace commtool;
 using namespace commtool::tracing;

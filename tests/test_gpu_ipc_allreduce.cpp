@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "tracing/ipc_allreduce_task.hpp"
+#include "tracing/allreduce/ipc_allreduce_task.hpp"
 
 using namespace commtool::tracing;
 

@@ -7,9 +7,9 @@
 #include <cstdio>
 
 #include "probes/bandwidth/host_device.hpp"
-#include "probes/cuda/kernels.cuh"
-#include "probes/cuda/memory.hpp"
-#include "probes/error.hpp"
+#include "probes/base/cuda/kernels.cuh"
+#include "probes/base/cuda/memory.hpp"
+#include "probes/base/error.hpp"
 
 using namespace commtool;
 using namespace commtool::probe;
@@ -118,7 +118,7 @@ TEST(GpuHostDevice, FullSizeFiguresForTheLog) {
 
 #include <vector>
 
-#include "probes/nccl/communicator.hpp"
+#include "probes/base/nccl/communicator.hpp"
 
 class GpuNccl : public ::testing::TestWithParam<commtool::nccl::CommMode> {};
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "probes/error.hpp"
-#include "tracing/ipc_allreduce_plan.hpp"
+#include "probes/base/error.hpp"
+#include "tracing/allreduce/ipc_allreduce_plan.hpp"
 
 using namespace commtool;
 using namespace commtool::tracing;

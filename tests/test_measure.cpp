@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "probes/error.hpp"
-#include "probes/measure/byte_size.hpp"
-#include "probes/measure/statistics.hpp"
+#include "probes/base/error.hpp"
+#include "probes/base/measure/byte_size.hpp"
+#include "probes/base/measure/statistics.hpp"
 
 using namespace commtool;
 using namespace commtool::measure;

@@ -3,8 +3,8 @@
 
 #include <cstdlib>
 
-#include "probes/error.hpp"
-#include "probes/nccl/nccl_library.hpp"
+#include "probes/base/error.hpp"
+#include "probes/base/nccl/nccl_library.hpp"
 
 using commtool::Error;
 using commtool::ExitCode;

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "probes/error.hpp"
+#include "probes/base/error.hpp"
 
 namespace commtool::topo {
 namespace {

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <thread>
 
-#include "probes/error.hpp"
-#include "reports/output_file.hpp"
+#include "probes/base/error.hpp"
+#include "probes/base/output_file.hpp"
 
 namespace fs = std::filesystem;
 using commtool::Error;

@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "probes/error.hpp"
-#include "probes/workers/placement.hpp"
+#include "probes/base/error.hpp"
+#include "probes/base/workers/placement.hpp"
+#include "probes/topo/rank_placement.hpp"
 
 using namespace commtool;
 using namespace commtool::workers;
+using commtool::topo::place_ranks;
+using commtool::topo::RankPlacement;
 
 namespace {
 
@@ -103,12 +106,12 @@ TEST(Placement, SharedGpuWithheldNamesRanksAndGpus) {
 }
 
 TEST(PlaceRanks, EmptyListPutsOneRankOnEveryGpu) {
-  const Placement p = place_ranks(three_gpus(), {});
+  const RankPlacement p = place_ranks(three_gpus(), {});
   EXPECT_EQ(p.devices(), (std::vector<int>{0, 1, 2}));
 }
 
 TEST(PlaceRanks, RepeatedIndexesKeepEveryRankInTheOrderGiven) {
-  const Placement p = place_ranks(three_gpus(), {0, 0, 1});
+  const RankPlacement p = place_ranks(three_gpus(), {0, 0, 1});
   ASSERT_EQ(p.nranks(), 3);
   EXPECT_EQ(p.gpu[0].index, 0);
   EXPECT_EQ(p.gpu[1].index, 0);
@@ -117,7 +120,7 @@ TEST(PlaceRanks, RepeatedIndexesKeepEveryRankInTheOrderGiven) {
 }
 
 TEST(PlaceRanks, TopologyKeepsEachListedGpuOnceAndNoOther) {
-  const Placement p = place_ranks(three_gpus(), {2, 0, 2});
+  const RankPlacement p = place_ranks(three_gpus(), {2, 0, 2});
   ASSERT_EQ(p.topology.gpus.size(), 2u);
   EXPECT_EQ(p.topology.gpus[0].index, 0);
   EXPECT_EQ(p.topology.gpus[1].index, 2);

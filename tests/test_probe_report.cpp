@@ -4,7 +4,7 @@
 
 #include "probes/bandwidth/probe_plan.hpp"
 #include "probes/topo/nccl_xml.hpp"
-#include "reports/probe_report.hpp"
+#include "reports/probe/probe_report.hpp"
 
 using namespace commtool;
 using namespace commtool::probe;

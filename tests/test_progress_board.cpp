@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "probes/workers/progress_board.hpp"
+#include "probes/base/workers/progress_board.hpp"
 
 using namespace commtool::workers;
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "probes/workers/progress_report.hpp"
+#include "probes/base/workers/progress_report.hpp"
 
 using namespace commtool::workers;
 

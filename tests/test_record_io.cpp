@@ -8,8 +8,8 @@
 #include <set>
 #include <tuple>
 
-#include "probes/error.hpp"
-#include "tracing/record_io.hpp"
+#include "probes/base/error.hpp"
+#include "tracing/trace/record_io.hpp"
 
 using namespace commtool::tracing;
 using commtool::Error;

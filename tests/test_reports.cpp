@@ -3,8 +3,8 @@
 #include "probes/topo/classify.hpp"
 #include "probes/topo/nccl_xml.hpp"
 #include "probes/topo/sysfs_reader.hpp"
-#include "reports/text_table.hpp"
-#include "reports/topo_report.hpp"
+#include "reports/format/text_table.hpp"
+#include "reports/topo/topo_report.hpp"
 #include "tests/topo_fixtures.hpp"
 
 using namespace commtool;

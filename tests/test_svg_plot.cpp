@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "reports/svg_plot.hpp"
+#include "reports/format/svg_plot.hpp"
 
 using namespace commtool::reports;
 

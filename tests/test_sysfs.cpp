@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "probes/error.hpp"
+#include "probes/base/error.hpp"
 #include "probes/topo/classify.hpp"
 #include "probes/topo/sysfs_reader.hpp"
 #include "tests/topo_fixtures.hpp"

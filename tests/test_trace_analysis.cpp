@@ -2,9 +2,9 @@
 // tables must follow from the samples and records exactly.
 #include <gtest/gtest.h>
 
-#include "probes/error.hpp"
-#include "reports/trace_report.hpp"
-#include "tracing/trace_analysis.hpp"
+#include "probes/base/error.hpp"
+#include "reports/trace/trace_report.hpp"
+#include "tracing/trace/trace_analysis.hpp"
 
 using namespace commtool::tracing;
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "probes/error.hpp"
-#include "tracing/trace_plan.hpp"
+#include "probes/base/error.hpp"
+#include "tracing/trace/trace_plan.hpp"
 
 using namespace commtool;
 using namespace commtool::tracing;

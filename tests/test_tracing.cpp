@@ -4,8 +4,8 @@
 #include <random>
 
 #include "synthetic_records.hpp"
-#include "tracing/attribution.hpp"
-#include "tracing/collectives.hpp"
+#include "tracing/collectives/collectives.hpp"
+#include "tracing/trace/attribution.hpp"
 
 using namespace commtool::tracing;
 using namespace synthetic_records;

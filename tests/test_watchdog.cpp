@@ -3,7 +3,7 @@
 #include <chrono>
 #include <thread>
 
-#include "probes/watchdog.hpp"
+#include "probes/base/watchdog.hpp"
 
 using namespace std::chrono_literals;
 

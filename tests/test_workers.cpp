@@ -1,5 +1,5 @@
 // The worker layer: the socket framing, the launcher's referee rules, and real worker processes
-// (the commtool binary's hidden `__worker` mode running the built-in test tasks).
+// (tests/worker/test_worker_main.cpp: the launcher's `__worker` protocol running the test tasks).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -14,12 +14,12 @@
 #include <optional>
 #include <thread>
 
-#include "probes/error.hpp"
-#include "probes/workers/launcher.hpp"
-#include "probes/workers/rendezvous.hpp"
-#include "probes/workers/socket_communicator.hpp"
-#include "probes/workers/unique_fd.hpp"
-#include "probes/workers/wire.hpp"
+#include "probes/base/error.hpp"
+#include "probes/base/workers/launcher.hpp"
+#include "probes/base/workers/rendezvous.hpp"
+#include "probes/base/workers/socket_communicator.hpp"
+#include "probes/base/workers/unique_fd.hpp"
+#include "probes/base/workers/wire.hpp"
 
 using namespace std::chrono_literals;
 namespace wire = commtool::workers::wire;
@@ -67,7 +67,7 @@ wire::WireError::Kind read_failure(int fd) {
 const std::vector<WorkerSpec> kThreeWorkers = {{0, 2}, {1, 0}, {2, 1}};
 
 GroupOutcome run_task(const nlohmann::json& task, std::chrono::duration<double> timeout = 10s) {
-  return run_workers(COMMTOOL_BINARY, kThreeWorkers, task, timeout);
+  return run_workers(COMMTOOL_TEST_WORKER, kThreeWorkers, task, timeout);
 }
 
 // What every run must leave: no socket directory, no worker process, no zombie.
@@ -91,7 +91,7 @@ constexpr std::chrono::duration<double> kShortStep = 0.3s;
 constexpr std::chrono::duration<double> kLongGroupTimeout = 30s;
 
 GroupOutcome run_with_short_step(const nlohmann::json& task) {
-  return run_workers(COMMTOOL_BINARY, kThreeWorkers, task, kLongGroupTimeout, kShortStep);
+  return run_workers(COMMTOOL_TEST_WORKER, kThreeWorkers, task, kLongGroupTimeout, kShortStep);
 }
 
 bool contains(const std::string& text, const std::string& what) {
@@ -131,7 +131,7 @@ const std::vector<WorkerSpec> kOwnGpus = {{0, 0}, {1, 1}};
 
 // What each rank's environment held, by rank, from the test-env task.
 std::vector<nlohmann::json> worker_env(const std::vector<WorkerSpec>& specs) {
-  GroupOutcome outcome = run_workers(COMMTOOL_BINARY, specs, {{"name", "test-env"}}, 10s);
+  GroupOutcome outcome = run_workers(COMMTOOL_TEST_WORKER, specs, {{"name", "test-env"}}, 10s);
   EXPECT_FALSE(outcome.failure) << outcome.failure->what;
   return outcome.results;
 }

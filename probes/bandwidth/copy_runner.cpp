@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "probes/cuda/cuda_check.hpp"
-#include "probes/cuda/kernels.cuh"
-#include "probes/cuda/start_gate.hpp"
-#include "probes/cuda/wait.hpp"
+#include "probes/base/cuda/cuda_check.hpp"
+#include "probes/base/cuda/kernels.cuh"
+#include "probes/base/cuda/start_gate.hpp"
+#include "probes/base/cuda/wait.hpp"
 
 namespace commtool::probe {
 

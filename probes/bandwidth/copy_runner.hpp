@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "probes/bandwidth/measurement.hpp"
-#include "probes/cuda/memory.hpp"
+#include "probes/base/cuda/memory.hpp"
 
 namespace commtool::probe {
 

@@ -6,11 +6,11 @@
 #include <algorithm>
 
 #include "probes/bandwidth/pointer_chase.hpp"
-#include "probes/cuda/cuda_check.hpp"
-#include "probes/cuda/kernels.cuh"
-#include "probes/cuda/start_gate.hpp"
-#include "probes/cuda/wait.hpp"
-#include "probes/error.hpp"
+#include "probes/base/cuda/cuda_check.hpp"
+#include "probes/base/cuda/kernels.cuh"
+#include "probes/base/cuda/start_gate.hpp"
+#include "probes/base/cuda/wait.hpp"
+#include "probes/base/error.hpp"
 #include "probes/topo/topology.hpp"
 
 namespace commtool::probe {

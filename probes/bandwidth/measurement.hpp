@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "probes/measure/statistics.hpp"
+#include "probes/base/measure/statistics.hpp"
 
 namespace commtool::probe {
 

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "probes/error.hpp"
+#include "probes/base/error.hpp"
+#include "probes/base/workers/launcher.hpp"
 #include "probes/topo/discover.hpp"
 #include "probes/topo/findings.hpp"
 #include "probes/topo/link_rate.hpp"
-#include "probes/workers/launcher.hpp"
 
 namespace commtool::probe {
 

@@ -7,8 +7,8 @@
 
 #include "probes/bandwidth/host_device.hpp"
 #include "probes/bandwidth/peer.hpp"
-#include "probes/cuda/cuda_check.hpp"
-#include "probes/workers/worker.hpp"
+#include "probes/base/cuda/cuda_check.hpp"
+#include "probes/base/workers/worker.hpp"
 
 namespace commtool::probe {
 

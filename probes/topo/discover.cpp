@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <future>
 
-#include "probes/error.hpp"
+#include "probes/base/error.hpp"
 #include "probes/topo/cuda_query.hpp"
 #include "probes/topo/nccl_xml.hpp"
 #include "probes/topo/nvml.hpp"

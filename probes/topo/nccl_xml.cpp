@@ -15,7 +15,7 @@
 #include <optional>
 #include <vector>
 
-#include "probes/error.hpp"
+#include "probes/base/error.hpp"
 #include "probes/topo/link_rate.hpp"
 #include "probes/topo/xml.hpp"
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "probes/dynlib.hpp"
+#include "probes/base/dynlib.hpp"
 #include "probes/topo/link_rate.hpp"
 
 namespace commtool::topo {

@@ -10,7 +10,7 @@
 #include <regex>
 #include <sstream>
 
-#include "probes/error.hpp"
+#include "probes/base/error.hpp"
 #include "probes/topo/link_rate.hpp"
 
 namespace fs = std::filesystem;

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cstdint>
 
-#include "probes/error.hpp"
+#include "probes/base/error.hpp"
 
 namespace commtool::topo::xml {
 

@@ -14,9 +14,9 @@
 #include <mutex>
 #include <optional>
 
-#include "probes/cuda/cuda_check.hpp"
-#include "probes/dynlib.hpp"
-#include "probes/error.hpp"
+#include "probes/base/cuda/cuda_check.hpp"
+#include "probes/base/dynlib.hpp"
+#include "probes/base/error.hpp"
 #include "tracing/cupti/normalise.hpp"
 
 namespace commtool::tracing {

@@ -1,5 +1,5 @@
 // The CUPTI layer: owns CUPTI's activity buffers and their flushing, and turns raw activity
-// records into the plain structs of tracing/records.hpp. Nothing above this file sees a CUPTI
+// records into the plain structs of tracing/cupti/records.hpp. Nothing above this file sees a CUPTI
 // type. CUPTI is loaded with dlopen (libcupti.so.13 from the CUDA toolkit, or
 // $COMMTOOL_CUPTI_LIBRARY), so commands that do not trace run where CUPTI is absent.
 //
@@ -20,11 +20,11 @@
 #include <memory>
 #include <string>
 
-#include "tracing/records.hpp"
+#include "tracing/cupti/records.hpp"
 
 namespace commtool::tracing {
 
-// The streams and events of a harness that issues NCCL work the way tracing/records.hpp's
+// The streams and events of a harness that issues NCCL work the way tracing/cupti/records.hpp's
 // OperationMark describes it (trace's collectives, diagnose ep's exchanges).
 struct HarnessHandles {
   cudaStream_t producer = nullptr, nccl = nullptr, consumer = nullptr;

@@ -1,4 +1,4 @@
-// Turns raw CUPTI activity records into the plain structs of tracing/records.hpp. Kept apart
+// Turns raw CUPTI activity records into the plain structs of tracing/cupti/records.hpp. Kept apart
 // from CuptiTracer (which owns the loaded library, its buffers and callbacks) so that it never
 // calls CUPTI: the unit tests build records in memory and feed them here with no CUPTI loaded.
 //
@@ -28,7 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tracing/records.hpp"
+#include "tracing/cupti/records.hpp"
 
 namespace commtool::tracing::cupti {
 

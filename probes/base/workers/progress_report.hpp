@@ -1,0 +1,36 @@
+// What the progress board says when a worker group fails: where each rank stood, which rank is
+// behind, and the first operation the ranks disagree on. Pure: tests feed it snapshots.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probes/base/workers/progress_board.hpp"
+
+namespace commtool::workers {
+
+// The first seq at which the ranks enqueued different operations (name or count): NCCL then
+// waits forever or mixes data, so this is the cause whatever symptom came first.
+struct Divergence {
+  int64_t seq = -1;
+  std::vector<int> majority;                            // the ranks that agree with the most others
+  OperationRecord expected;                             // what they enqueued
+  std::vector<std::pair<int, OperationRecord>> others;  // each other rank and what it enqueued
+};
+std::optional<Divergence> first_divergence(const std::vector<RankProgress>& ranks);
+// "ranks disagree at operation #5: rank 1 enqueued allreduce float sum of 512 elements where
+// rank 0 enqueued allreduce float sum of 1024 elements"
+std::string describe(const Divergence& d);
+
+// The account appended to a failure: one line per rank (`names` by rank, "rank 1 (GPU 0)"),
+// then which rank is behind and why, when the board can tell. `shared_gpu`: some ranks share a
+// GPU, where one rank's GPU work can wait behind another's, so "not started" may be innocent.
+std::string explain_progress(const std::vector<RankProgress>& ranks,
+                             const std::vector<std::string>& names, int64_t now_ns,
+                             bool shared_gpu = false);
+
+// Ranks as a short list: runs of three or more as a range ("0-2, 7"), pairs as "0, 1".
+std::string rank_list(const std::vector<int>& ranks);
+
+}  // namespace commtool::workers

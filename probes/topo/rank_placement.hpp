@@ -1,0 +1,32 @@
+// Which GPU each rank of a worker group runs on. `--devices 0,1` is one rank per GPU; a GPU
+// listed several times carries that many ranks (`--devices 0,0,0,0`: four ranks on GPU 0, a
+// correctness run: see probes/base/workers/placement.hpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "probes/base/workers/launcher.hpp"
+#include "probes/base/workers/placement.hpp"
+#include "probes/topo/topology.hpp"
+
+namespace commtool::topo {
+
+struct RankPlacement {
+  Topology topology;     // the GPUs the ranks use, each once
+  std::vector<Gpu> gpu;  // by rank
+  int nranks() const { return static_cast<int>(gpu.size()); }
+  workers::PlacementSummary summary() const;
+  std::vector<workers::WorkerSpec> specs() const;  // rank r on gpu[r]
+  std::vector<int> devices() const;       // GPU index by rank
+};
+
+// The ranks of a launcher (trace, diagnose, probe --ipc): `rank_devices` as the user listed
+// them, repeats and order kept; empty: one rank per GPU. Discovers the machine without
+// initialising CUDA here. Throws Error(kEnvironment) naming `command` when there is no GPU,
+// usage_error for an index the machine lacks.
+RankPlacement place_ranks(const std::vector<int>& rank_devices, const std::string& command);
+// The same from a topology already read (pure; tests use fixtures).
+RankPlacement place_ranks(Topology topology, const std::vector<int>& rank_devices);
+
+}  // namespace commtool::topo

@@ -1,0 +1,138 @@
+#include "tracing/ep/ep_measure.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "probes/base/error.hpp"
+#include "probes/base/measure/statistics.hpp"
+#include "probes/base/nccl/nccl_library.hpp"
+#include "probes/base/workers/launcher.hpp"
+#include "probes/topo/discover.hpp"
+#include "probes/topo/rank_placement.hpp"
+#include "tracing/ep/ep_task.hpp"
+#include "tracing/trace/record_io.hpp"
+
+namespace commtool::tracing {
+
+namespace {
+
+using nlohmann::json;
+
+topo::RankPlacement ranks_for(const std::vector<int>& devices) {
+  return topo::place_ranks(devices, "diagnose ep");
+}
+
+void require_square(const ByteMatrix& m, int n, const std::string& what) {
+  bool ok = m.size() == static_cast<size_t>(n);
+  for (const auto& row : m)
+    ok = ok && row.size() == static_cast<size_t>(n);
+  if (!ok) throw Error(ExitCode::kUsage, fmt::format("{}: not a {}x{} matrix", what, n, n));
+}
+
+}  // namespace
+
+json to_json(const EpRankTrace& t) {
+  json exchanges = json::array();
+  for (const EpTracedExchange& e : t.exchanges) {
+    exchanges.push_back(
+        {{"seq", e.seq}, {"scenario", e.scenario}, {"phase", e.phase}, {"us", e.time_us}});
+  }
+  return {{"rank", t.rank},
+          {"exchanges", exchanges},
+          {"clock_note", t.clock_note},
+          {"records", serialize_records(t.records)}};
+}
+
+EpRankTrace ep_rank_trace_from_json(const json& j) {
+  EpRankTrace t;
+  try {
+    t.rank = j.at("rank").get<int>();
+    for (const json& e : j.at("exchanges")) {
+      t.exchanges.push_back({e.at("seq").get<uint64_t>(), e.at("scenario").get<std::string>(),
+                             e.at("phase").get<std::string>(), e.at("us").get<double>()});
+    }
+    t.clock_note = j.at("clock_note").get<std::string>();
+    t.records = parse_records(j.at("records").get_ref<const std::string&>(),
+                              fmt::format("rank {} records", t.rank));
+  } catch (const json::exception& e) {
+    throw usage_error(fmt::format("a rank's ep trace: {}", e.what()));
+  }
+  return t;
+}
+
+int ep_rank_count(const std::vector<int>& devices) {
+  return ranks_for(devices).nranks();
+}
+
+EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
+  const topo::RankPlacement placement = ranks_for(q.devices);
+  const nccl::Library lib;  // fails here, clearly, when there is no NCCL
+  const int n = placement.nranks();
+
+  json scenarios = json::array();
+  for (const EpScenario& s : q.scenarios) {
+    require_square(s.dispatch, n, s.name + " dispatch");
+    require_square(s.combine, n, s.name + " combine");
+    scenarios.push_back({{"name", s.name}, {"dispatch", s.dispatch}, {"combine", s.combine}});
+  }
+  json gpus = json::array();
+  for (const topo::Gpu& g : placement.gpu)
+    gpus.push_back({{"index", g.index}, {"bus_id", g.bdf}});
+  const json task = {{"name", kEpTask},  {"scenarios", scenarios},
+                     {"iters", q.iters}, {"warmup", q.warmup},
+                     {"trace", q.trace}, {"comm", nccl::to_string(q.comm)},
+                     {"gpus", gpus}};
+  // Workers pass a barrier before every exchange; NCCL's start-up is the longest gap. Each GPU
+  // wait and NCCL call is bounded by --timeout itself.
+  const auto progress = std::chrono::duration<double>(q.timeout_s * 3);
+  const std::vector<json> results = workers::run_workers_or_throw(
+      q.executable, placement.specs(), task, progress, std::chrono::duration<double>(q.timeout_s));
+
+  EpMeasurement m;
+  m.nranks = n;
+  m.placement = placement.summary();
+  m.comm = q.comm;
+  m.nccl_version = lib.version_string();
+  m.nccl_library = lib.path();
+  for (const EpScenario& s : q.scenarios) {
+    EpScenarioTimes t;
+    t.name = s.name;
+    for (PhaseTimes* p : {&t.dispatch, &t.combine}) {
+      p->rank_us.resize(static_cast<size_t>(n));
+      p->rank_enqueue_us.resize(static_cast<size_t>(n));
+    }
+    m.scenarios.push_back(std::move(t));
+  }
+  for (const json& r : results) {
+    const auto rank = r.at("rank").get<size_t>();
+    m.gpus.push_back(fmt::format("GPU {} ({}, {})", r.at("device").get<int>(),
+                                 r.at("bus_id").get<std::string>(),
+                                 r.at("gpu_name").get<std::string>()));
+    for (const json& times : r.at("times")) {
+      const std::string name = times.at("scenario").get<std::string>();
+      auto it = std::find_if(m.scenarios.begin(), m.scenarios.end(),
+                             [&](const EpScenarioTimes& s) { return s.name == name; });
+      PhaseTimes& phase =
+          times.at("phase").get<std::string>() == "dispatch" ? it->dispatch : it->combine;
+      phase.rank_us.at(rank) = times.at("us").get<std::vector<double>>();
+      phase.rank_enqueue_us.at(rank) = times.at("enqueue_us").get<std::vector<double>>();
+    }
+  }
+  if (q.trace) {
+    m.traces.resize(static_cast<size_t>(n));
+    for (const json& r : results) {
+      EpRankTrace t = ep_rank_trace_from_json(r.at("trace"));
+      const auto rank = static_cast<size_t>(t.rank);
+      m.traces.at(rank) = std::move(t);
+    }
+  }
+  for (EpScenarioTimes& s : m.scenarios) {
+    s.dispatch.slowest_us = measure::slowest_per_operation(s.dispatch.rank_us);
+    s.combine.slowest_us = measure::slowest_per_operation(s.combine.rank_us);
+  }
+  return m;
+}
+
+}  // namespace commtool::tracing

@@ -1,0 +1,90 @@
+#include "tracing/trace/fault.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <vector>
+
+#include "probes/base/error.hpp"
+
+namespace commtool::tracing {
+
+namespace {
+
+struct Form {
+  FaultKind kind;
+  const char* name;
+  bool has_seq;
+};
+
+constexpr Form kForms[] = {{FaultKind::kDie, "die", true},
+                           {FaultKind::kNoJoin, "no-join", false},
+                           {FaultKind::kStall, "stall", true},
+                           {FaultKind::kMismatch, "mismatch", true}};
+
+const Form& form_of(FaultKind k) {
+  for (const Form& f : kForms) {
+    if (f.kind == k) return f;
+  }
+  return kForms[0];
+}
+
+template <typename T>
+bool parse_number(const std::string& text, T& out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+}  // namespace
+
+Fault parse_fault(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return usage_error(
+        fmt::format("--inject-fault {}: {}; accepted: die:RANK:SEQ, no-join:RANK, stall:RANK:SEQ, "
+                    "mismatch:RANK:SEQ",
+                    text, why));
+  };
+  if (text.empty()) throw bad("it is empty");
+  // Split on every ':', keeping empty fields (a trailing colon is a field too many).
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t colon = text.find(':', start);
+    parts.push_back(text.substr(start, colon == std::string::npos ? colon : colon - start));
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  for (const Form& form : kForms) {
+    if (parts[0] != form.name) continue;
+    const size_t want = form.has_seq ? 3 : 2;
+    if (parts.size() != want) {
+      throw bad(fmt::format("{} takes {}", form.name, form.has_seq ? "RANK:SEQ" : "RANK only"));
+    }
+    Fault f;
+    f.kind = form.kind;
+    if (!parse_number(parts[1], f.rank) || f.rank < 0) {
+      throw bad(fmt::format("'{}' is not a rank", parts[1]));
+    }
+    if (form.has_seq && !parse_number(parts[2], f.seq)) {
+      throw bad(fmt::format("'{}' is not an operation number", parts[2]));
+    }
+    return f;
+  }
+  throw bad(fmt::format("'{}' is not a fault", parts[0]));
+}
+
+std::string to_string(const Fault& f) {
+  const Form& form = form_of(f.kind);
+  return form.has_seq ? fmt::format("{}:{}:{}", form.name, f.rank, f.seq)
+                      : fmt::format("{}:{}", form.name, f.rank);
+}
+
+nlohmann::json to_json(const std::optional<Fault>& f) {
+  return f ? nlohmann::json(to_string(*f)) : nlohmann::json(nullptr);
+}
+
+std::optional<Fault> fault_from_json(const nlohmann::json& j) {
+  if (j.is_null()) return std::nullopt;
+  return parse_fault(j.get<std::string>());
+}
+
+}  // namespace commtool::tracing

@@ -1,0 +1,59 @@
+// The saved form of a trace run (`commtool trace --save DIR`, read by `commtool report DIR`),
+// and the form records travel in from worker to launcher.
+//
+// Records are a line-oriented text format, one record per line, fields separated by single
+// spaces, names last (they may contain spaces), integers in decimal: it is greppable, diffable
+// and parses at several million records per second with std::from_chars, where a JSON document
+// per record would not. Metadata and per-operation samples are small and stay JSON.
+//
+// The first line is "commtool-records 1" (format and version). Then, one per line, in any
+// order (the writer groups them by kind), with the field order of records.hpp:
+//
+//   k|m|s STREAM CORRELATION START_NS END_NS NAME    GpuWork: kernel, memcpy, memset
+//   a CORRELATION THREAD START_NS END_NS NAME        ApiCall
+//   w STREAM EVENT START_NS END_NS                   StreamWaitCall
+//   e EVENT STREAM DEVICE_NS                         EventCompletion
+//   o SEQ THREAD PRODUCER_STREAM NCCL_STREAM CONSUMER_STREAM INPUT_READY_EVENT END_EVENT
+//     ENQUEUE_START_NS ENQUEUE_END_NS WAIT_START_NS WAIT_END_NS WAIT_POLLS(0|1)
+//     COMPLETE_AT_WAIT_RETURN(-1|0|1)                OperationMark, all on one line
+//   r THREAD START_NS END_NS DOMAIN_BYTES DOMAIN NAME HostRange: the domain is length-prefixed
+//                                                    so that both it and the name may hold spaces
+//   d COUNT                                          dropped_records (several lines add up)
+//
+// A name is the rest of the line after one space: it may be empty and may hold any byte but a
+// line end (the writer turns '\n' and '\r' in names into spaces). Blank lines are skipped and
+// "\r\n" line ends accepted.
+//
+// DIR holds: run.json (RunMeta and, per rank, everything but the records) and
+// records-rank<R>.txt per rank. save_run writes every file under a temporary name and renames,
+// so a crash leaves no half-written file behind.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+
+#include "tracing/cupti/records.hpp"
+#include "tracing/trace/trace_run.hpp"
+
+namespace commtool::tracing {
+
+// The whole record set, lines as above. The first line names the format and its version.
+std::string serialize_records(const RecordSet& records);
+
+// Throws Error(kUsage) naming `source` (a file name), the line number and the bad field.
+RecordSet parse_records(std::string_view text, const std::string& source);
+
+nlohmann::json to_json(const RankRun& rank, bool with_records);
+RankRun rank_run_from_json(const nlohmann::json& j);  // records taken from "records" if present
+nlohmann::json to_json(const RunMeta& meta);
+RunMeta run_meta_from_json(const nlohmann::json& j);
+
+// Throws Error(kUsage) when dir exists and is not an empty directory or a previous save, or
+// Error(kEnvironment) when it cannot be written.
+void save_run(const std::string& dir, const TraceRun& run);
+// Throws Error(kUsage) naming the file, and the line for records, when DIR is not a saved run.
+TraceRun load_run(const std::string& dir);
+
+}  // namespace commtool::tracing

@@ -1,0 +1,354 @@
+// run.json and the saved-run directory: the JSON half of record_io.hpp (the record lines are
+// record_io.cpp). Every reader error names the key, and load_run adds the file.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "probes/base/error.hpp"
+#include "probes/base/output_file.hpp"
+#include "tracing/trace/record_io.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace commtool::tracing {
+
+namespace {
+
+constexpr int kSchemaVersion = 1;  // run.json
+constexpr const char* kRunFile = "run.json";
+
+// ---- JSON -------------------------------------------------------------------------------------
+
+// j[key], or a usage error naming the key: run.json is input a user may have edited.
+const json& member(const json& j, const char* key) {
+  if (!j.is_object()) throw usage_error(fmt::format("expected an object, got {}", j.type_name()));
+  auto it = j.find(key);
+  if (it == j.end()) throw usage_error(fmt::format("\"{}\": missing", key));
+  return *it;
+}
+
+template <class T>
+T get(const json& j, const char* key) {
+  const json& value = member(j, key);
+  try {
+    return value.get<T>();
+  } catch (const json::exception&) {
+    throw usage_error(fmt::format("\"{}\": {} has the wrong type", key, value.dump()));
+  }
+}
+
+CompletionMode get_mode(const json& j) {
+  std::string text = get<std::string>(j, "mode");
+  try {
+    return parse_completion_mode(text);
+  } catch (const Error&) {  // its message names --mode, not a file's key
+    throw usage_error(fmt::format(
+        "\"mode\": \"{}\" is not one of sync, async-wait, device-sync, blocking-wait", text));
+  }
+}
+
+// Runs parse over every element of j[key], naming the element in any error.
+template <class T, class Parse>
+std::vector<T> get_list(const json& j, const char* key, Parse parse) {
+  const json& list = member(j, key);
+  if (!list.is_array()) throw usage_error(fmt::format("\"{}\": expected an array", key));
+  std::vector<T> out;
+  out.reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    try {
+      out.push_back(parse(list[i]));
+    } catch (const Error& e) {
+      throw usage_error(fmt::format("\"{}\"[{}]: {}", key, i, e.what()));
+    }
+  }
+  return out;
+}
+
+json sample_to_json(const OperationSample& s) {
+  return {{"seq", s.seq},
+          {"bytes", s.bytes},
+          {"mode", to_string(s.mode)},
+          {"poll_ms", s.poll_ms},
+          {"traced", s.traced},
+          {"time_us", s.time_us},
+          {"host_call_us", s.host_call_us},
+          {"wrong_elements", s.wrong_elements}};
+}
+
+OperationSample sample_from_json(const json& j) {
+  OperationSample s;
+  s.seq = get<uint64_t>(j, "seq");
+  s.bytes = get<uint64_t>(j, "bytes");
+  s.mode = get_mode(j);
+  s.poll_ms = get<int>(j, "poll_ms");
+  s.traced = get<bool>(j, "traced");
+  s.time_us = get<double>(j, "time_us");
+  s.host_call_us = get<double>(j, "host_call_us");
+  s.wrong_elements = get<uint64_t>(j, "wrong_elements");
+  return s;
+}
+
+json scope_to_json(const StreamScopeSample& s) {
+  return {{"seq", s.seq},
+          {"mode", to_string(s.mode)},
+          {"poll_ms", s.poll_ms},
+          {"host_wait_us", s.host_wait_us},
+          {"complete_at_wait_return", s.complete_at_wait_return},
+          {"b_before_a_us", s.b_before_a_us},
+          {"wrong_elements", s.wrong_elements}};
+}
+
+StreamScopeSample scope_from_json(const json& j) {
+  StreamScopeSample s;
+  s.seq = get<uint64_t>(j, "seq");
+  s.mode = get_mode(j);
+  s.poll_ms = get<int>(j, "poll_ms");
+  s.host_wait_us = get<double>(j, "host_wait_us");
+  s.complete_at_wait_return = get<bool>(j, "complete_at_wait_return");
+  s.b_before_a_us = get<double>(j, "b_before_a_us");
+  s.wrong_elements = get<uint64_t>(j, "wrong_elements");
+  return s;
+}
+
+// The plugin's own line format, so a profiler record reads the same in its file and in run.json.
+nccl_profiler::CollectiveRecord nccl_from_json(const json& j) {
+  auto r = nccl_profiler::parse_json_line(j.dump());
+  if (!r) throw usage_error(fmt::format("{} is not a profiler record", j.dump()));
+  return *r;
+}
+
+// ---- files ------------------------------------------------------------------------------------
+
+std::string records_file(int rank) {
+  return fmt::format("records-rank{}.txt", rank);
+}
+
+bool is_records_file(std::string_view name) {
+  constexpr std::string_view kPrefix = "records-rank", kSuffix = ".txt";
+  if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) return false;
+  std::string_view rank =
+      name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  return !rank.empty() &&
+         std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw usage_error(fmt::format("{}: missing or unreadable", path.string()));
+  in.seekg(0, std::ios::end);
+  std::string text(static_cast<size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!in) throw usage_error(fmt::format("{}: read failed", path.string()));
+  return text;
+}
+
+// A directory save_run may write into: empty, or holding only what an earlier save_run left
+// (its files and, after a crash, write_atomically's temporaries). Anything else is the user's.
+void check_save_target(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  if (!fs::is_directory(dir, ec)) {
+    throw usage_error(fmt::format("{}: exists and is not a directory", dir.string()));
+  }
+  bool has_run = false;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name == kRunFile) {
+      has_run = true;
+    } else if (!is_records_file(name) && !name.starts_with(".commtool-")) {
+      throw usage_error(fmt::format(
+          "{}: not empty and not a saved run ({} is not one of its files); give a new or "
+          "empty directory",
+          dir.string(), name));
+    }
+  }
+  if (ec) throw Error(ExitCode::kEnvironment, fmt::format("{}: {}", dir.string(), ec.message()));
+  if (!has_run && !fs::is_empty(dir, ec)) {
+    throw usage_error(
+        fmt::format("{}: not empty and has no {}: not a saved run; give a new or empty directory",
+                    dir.string(), kRunFile));
+  }
+}
+
+void write_file(const fs::path& path, const std::string& content) {
+  try {
+    reports::write_atomically(path.string(), content, "--save");
+  } catch (const Error& e) {
+    throw Error(ExitCode::kEnvironment, fmt::format("cannot save the run: {}", e.what()));
+  }
+}
+
+}  // namespace
+
+nlohmann::json to_json(const RankRun& rank, bool with_records) {
+  json samples = json::array(), scope = json::array(), nccl = json::array();
+  for (const OperationSample& s : rank.samples)
+    samples.push_back(sample_to_json(s));
+  for (const StreamScopeSample& s : rank.scope)
+    scope.push_back(scope_to_json(s));
+  for (const auto& c : rank.nccl)
+    nccl.push_back(json::parse(nccl_profiler::to_json_line(c)));
+  json j = {{"rank", rank.rank},
+            {"device", rank.device},
+            {"bus_id", rank.bus_id},
+            {"gpu_name", rank.gpu_name},
+            {"plugin_status", rank.plugin_status},
+            {"clock_note", rank.clock_note},
+            {"samples", std::move(samples)},
+            {"scope", std::move(scope)},
+            {"nccl", std::move(nccl)}};
+  if (with_records) j["records"] = serialize_records(rank.records);
+  return j;
+}
+
+RankRun rank_run_from_json(const nlohmann::json& j) {
+  RankRun r;
+  r.rank = get<int>(j, "rank");
+  r.device = get<int>(j, "device");
+  r.bus_id = get<std::string>(j, "bus_id");
+  r.gpu_name = get<std::string>(j, "gpu_name");
+  r.plugin_status = get<std::string>(j, "plugin_status");
+  r.clock_note = get<std::string>(j, "clock_note");
+  r.samples = get_list<OperationSample>(j, "samples", sample_from_json);
+  r.scope = get_list<StreamScopeSample>(j, "scope", scope_from_json);
+  r.nccl = get_list<nccl_profiler::CollectiveRecord>(j, "nccl", nccl_from_json);
+  if (auto text = j.find("records"); text != j.end()) {  // a worker's result carries them
+    if (!text->is_string()) throw usage_error("\"records\": expected the records as a string");
+    r.records =
+        parse_records(text->get_ref<const std::string&>(), fmt::format("rank {} records", r.rank));
+  }
+  return r;
+}
+
+nlohmann::json to_json(const RunMeta& m) {
+  return {{"collective", m.collective},
+          {"dtype", m.dtype},
+          {"op", m.op},
+          {"inplace", m.inplace},
+          {"root", m.root},
+          {"nranks", m.nranks},
+          {"comm", nccl::to_string(m.comm)},
+          {"sizes", m.sizes},
+          {"modes", m.modes},
+          {"poll_ms", m.poll_ms},
+          {"iters", m.iters},
+          {"warmup", m.warmup},
+          {"cupti", m.cupti},
+          {"untraced_pass", m.untraced_pass},
+          {"scope_samples", m.scope_samples},
+          {"scope_sleep_ms", m.scope_sleep_ms},
+          {"scope_bytes", m.scope_bytes},
+          {"nccl_version", m.nccl_version},
+          {"nccl_library", m.nccl_library},
+          {"commtool_version", m.commtool_version},
+          {"started_at", m.started_at},
+          {"hostname", m.hostname}};
+}
+
+RunMeta run_meta_from_json(const nlohmann::json& j) {
+  RunMeta m;
+  m.collective = get<std::string>(j, "collective");
+  m.dtype = get<std::string>(j, "dtype");
+  m.op = get<std::string>(j, "op");
+  m.inplace = get<bool>(j, "inplace");
+  m.root = get<int>(j, "root");
+  m.nranks = get<int>(j, "nranks");
+  m.comm = nccl::CommMode::kNonBlocking;
+  if (j.contains("comm")) {
+    const std::string comm = get<std::string>(j, "comm");
+    const auto mode = nccl::parse_comm_mode(comm);
+    if (!mode) {
+      throw usage_error(fmt::format("\"comm\": \"{}\" is not one of blocking, nonblocking", comm));
+    }
+    m.comm = *mode;
+  }
+  m.sizes = get<std::vector<uint64_t>>(j, "sizes");
+  m.modes = get<std::vector<std::string>>(j, "modes");
+  m.poll_ms = get<int>(j, "poll_ms");
+  m.iters = get<int>(j, "iters");
+  m.warmup = get<int>(j, "warmup");
+  m.cupti = get<bool>(j, "cupti");
+  m.untraced_pass = get<bool>(j, "untraced_pass");
+  m.scope_samples = get<int>(j, "scope_samples");
+  m.scope_sleep_ms = get<double>(j, "scope_sleep_ms");
+  m.scope_bytes = get<uint64_t>(j, "scope_bytes");
+  m.nccl_version = get<std::string>(j, "nccl_version");
+  m.nccl_library = get<std::string>(j, "nccl_library");
+  m.commtool_version = get<std::string>(j, "commtool_version");
+  m.started_at = get<std::string>(j, "started_at");
+  m.hostname = get<std::string>(j, "hostname");
+  return m;
+}
+
+void save_run(const std::string& dir, const TraceRun& run) {
+  fs::path root(dir);
+  check_save_target(root);
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) {
+    throw Error(ExitCode::kEnvironment,
+                fmt::format("{}: cannot create the directory: {}", dir, ec.message()));
+  }
+  json ranks = json::array();
+  std::set<std::string> written;
+  for (const RankRun& r : run.ranks) {
+    write_file(root / records_file(r.rank), serialize_records(r.records));
+    written.insert(records_file(r.rank));
+    ranks.push_back(to_json(r, /*with_records=*/false));
+  }
+  // run.json last: a reader that finds it finds the records it names.
+  json doc = {{"schema_version", kSchemaVersion}, {"meta", to_json(run.meta)}, {"ranks", ranks}};
+  write_file(root / kRunFile, doc.dump(2) + "\n");
+  // An earlier save with more ranks left files that this run does not have.
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    std::string name = entry.path().filename().string();
+    if (is_records_file(name) && !written.contains(name)) fs::remove(entry.path(), ec);
+  }
+}
+
+TraceRun load_run(const std::string& dir) {
+  fs::path root(dir);
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) {
+    throw usage_error(fmt::format("{}: {}; give a directory written by commtool trace --save", dir,
+                                  fs::exists(root, ec) ? "not a directory" : "no such directory"));
+  }
+  fs::path run_path = root / kRunFile;
+  if (!fs::exists(run_path, ec)) {
+    throw usage_error(fmt::format("{}: missing; {} is not a saved run (commtool trace --save)",
+                                  run_path.string(), dir));
+  }
+  json doc;
+  try {
+    doc = json::parse(read_file(run_path));
+  } catch (const json::parse_error& e) {
+    throw usage_error(fmt::format("{}: not valid JSON: {}", run_path.string(), e.what()));
+  }
+  TraceRun run;
+  try {
+    int version = get<int>(doc, "schema_version");
+    if (version != kSchemaVersion) {
+      throw usage_error(fmt::format("schema_version {} is not supported; this build reads {}",
+                                    version, kSchemaVersion));
+    }
+    run.meta = run_meta_from_json(member(doc, "meta"));
+    run.ranks = get_list<RankRun>(doc, "ranks", rank_run_from_json);
+  } catch (const Error& e) {
+    throw usage_error(fmt::format("{}: {}", run_path.string(), e.what()));
+  }
+  for (RankRun& r : run.ranks) {
+    fs::path path = root / records_file(r.rank);
+    if (!fs::exists(path, ec)) {
+      throw usage_error(fmt::format("{}: missing; run.json lists rank {}", path.string(), r.rank));
+    }
+    r.records = parse_records(read_file(path), path.string());
+  }
+  return run;
+}
+
+}  // namespace commtool::tracing

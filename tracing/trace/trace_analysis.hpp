@@ -1,0 +1,81 @@
+// From a TraceRun (measured now, or loaded by `commtool report DIR`) to the figures the report
+// prints. Pure: the same run gives the same report on any machine.
+//
+// Per size: the collective's time (CUDA events around it on the NCCL stream, every rank's
+// every measured operation; across ranks an operation takes as long as its slowest rank),
+// algbw and busbw from the median, what NCCL chose, and the traced/untraced ratio. Per size and
+// completion mode: the completion split (host enqueue, stream dependency, kernel, exposed wait)
+// from the traced pass.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probes/base/measure/statistics.hpp"
+#include "probes/base/workers/placement.hpp"
+#include "tracing/trace/trace_run.hpp"
+
+namespace commtool::tracing {
+
+struct SizeRow {
+  uint64_t bytes = 0;
+  uint64_t count = 0;        // elements, as the NCCL call was given
+  measure::Summary time_us;  // the pass that was traced when there was one
+  double algbw_gbps = 0;     // from the median time
+  double busbw_gbps = 0;
+  uint64_t wrong_elements = 0;
+  std::string nccl_choice;  // "Ring/Simple, 4 channels", or "unknown (why)"
+  // Tracing's cost, when both passes ran: median traced / median untraced time, and the
+  // difference of the median host calls.
+  std::optional<double> traced_over_untraced;
+  std::optional<double> host_call_delta_us;
+  std::optional<measure::Summary> untraced_time_us;
+};
+
+struct SplitRow {
+  uint64_t bytes = 0;
+  CompletionMode mode = CompletionMode::kSync;
+  int poll_ms = 0;
+  measure::Summary host_call_us;  // host enqueue
+  measure::Summary host_wait_us;  // the completion step on the host (none for sync)
+  bool host_wait_polls = false;   // host_wait_us includes sleeps: host time, not GPU time
+  measure::Summary stream_dependency_us;
+  std::optional<double> host_over_dependency;  // (host call + wait) / stream dependency
+  int complete = 0;                            // operations complete when the host's wait returned
+  int operations = 0;
+  measure::Summary kernel_us;
+  measure::Summary exposed_wait_us;
+  measure::Summary input_wait_us;
+  // Across ranks (empty at one rank): per operation, the last rank's kernel start minus the
+  // first's; per rank, its median lag behind the first (tracing/trace/attribution.hpp, start_lags).
+  measure::Summary start_spread_us;
+  std::vector<double> rank_start_lag_us;
+};
+
+struct ScopeRow {
+  CompletionMode mode = CompletionMode::kAsyncWait;
+  int poll_ms = 0;
+  int samples = 0;
+  int b_first = 0;  // B's unordered marker finished before A's
+  int complete_at_wait_return = 0;
+  measure::Summary host_wait_us;
+  measure::Summary b_before_a_us;
+};
+
+struct TraceReport {
+  RunMeta meta;
+  workers::PlacementSummary placement;  // from the ranks' GPUs: shared GPU runs are labelled
+  std::vector<std::string> gpus;        // "GPU0 0000:00:06.0 NVIDIA H200" by rank
+  std::vector<SizeRow> sizes;
+  std::vector<SplitRow> splits;  // empty when CUPTI was off
+  std::vector<ScopeRow> scope;
+  std::vector<std::string> plugin_status;  // distinct statuses over ranks
+  std::vector<std::string> clock_notes;
+  std::vector<std::string> warnings;  // attribution's, with the rank
+  uint64_t records = 0;               // CUPTI records analysed
+};
+
+TraceReport analyse(const TraceRun& run);
+
+}  // namespace commtool::tracing

@@ -1,0 +1,60 @@
+// The launcher side of `commtool trace`: picks the GPUs, starts one worker per GPU with the
+// "trace" task, and gathers their RankRuns into one TraceRun. Never touches CUDA itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "probes/base/nccl/communicator.hpp"
+#include "tracing/collectives/collective_data.hpp"
+#include "tracing/collectives/collectives.hpp"
+#include "tracing/trace/fault.hpp"
+#include "tracing/trace/trace_run.hpp"
+
+namespace commtool::tracing {
+
+struct ModeRequest {
+  CompletionMode mode;
+  int poll_ms;  // blocking-wait only
+};
+
+struct TraceRequest {
+  std::string executable = "/proc/self/exe";
+  Collective collective = Collective::kAllReduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  bool inplace = false;
+  int root = 0;
+  bool check = true;
+  std::vector<uint64_t> sizes;
+  std::vector<ModeRequest> modes;
+  int iters = 20;
+  int warmup = 5;
+  bool cupti = true;
+  bool untraced_pass = true;
+  int scope_samples = 0;  // --stream-scope samples per mode; 0: off
+  double scope_sleep_ms = 100;
+  std::vector<int> devices;  // GPU of each rank, repeats allowed (ranks sharing a GPU); empty: all
+  double timeout_s = 60;
+  nccl::CommMode comm = nccl::CommMode::kBlocking;
+  std::optional<Fault> fault;  // --inject-fault
+};
+
+// The request as it can run at `nranks` ranks: sizes in whole elements, a multiple of nranks
+// where the collective splits by rank (nccl-tests rounds down the same way), repeats dropped.
+// Throws Error(kUsage) naming the value when it cannot: a root at or above nranks, a size too
+// small for one element per rank, a checked reduction whose exact result the type cannot
+// hold at nranks (int8 sums above 18 ranks, say: the check would report NCCL's overflow as
+// wrong data), or a fault for a rank that does not exist.
+TraceRequest plan_for(const TraceRequest& request, int nranks);
+
+// Throws Error(kEnvironment) when there is no GPU or no NCCL, and the workers' errors (wrong
+// data: kVerification; a stuck collective: kTimeout) with their words.
+TraceRun run_trace(const TraceRequest& request);
+
+// Where commtool's NCCL profiler plugin is: $COMMTOOL_PROFILER_PLUGIN, else beside the
+// executable (the build tree's tracing/ or an installation's lib/commtool/); empty if absent.
+std::string find_profiler_plugin(const std::string& executable);
+
+}  // namespace commtool::tracing
