@@ -1,6 +1,7 @@
 // The layering rule, kept by a test: includes run downward only. probes/base/ (errors, files,
 // CUDA and NCCL wrappers, workers, statistics) is the ground floor; the probes, then tracing/,
-// then reports/, then cli/ stand on it. A product source never includes a test file.
+// then reports/, then cli/ stand on it. A product source never includes a test file, and no
+// source file grows past the length a reader can hold (600 lines).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -68,6 +69,32 @@ TEST(Layers, IncludesRunDownwardOnly) {
       if (to < 0) continue;  // generated headers (build_info.hpp)
       EXPECT_LE(to, from) << s.path << " (layer " << from << ") includes " << inc << " (layer "
                           << to << "), a layer above it";
+    }
+  }
+}
+
+TEST(Layers, NoSourceFileIsLongerThanAReaderHolds) {
+  constexpr int kMaxLines = 600;
+  for (const Source& s : product_sources())
+    EXPECT_LE(s.lines, kMaxLines) << s.path;
+}
+
+// The README's Layout section names every source folder, so the map a newcomer reads is the
+// tree they find.
+TEST(Layers, TheReadmeLayoutNamesEveryFolder) {
+  const fs::path root = COMMTOOL_SOURCE_DIR;
+  std::ifstream in(root / "README.md");
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t start = readme.find("\n## Layout\n");
+  ASSERT_NE(start, std::string::npos) << "README.md has no Layout section";
+  const std::string layout = readme.substr(start, readme.find("\n## ", start + 1) - start);
+  for (const char* top : {"cli", "probes", "tracing", "reports"}) {
+    EXPECT_NE(layout.find(std::string(top) + "/"), std::string::npos) << top;
+    for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
+      if (!entry.is_directory()) continue;
+      const std::string name = entry.path().filename().string() + "/";
+      EXPECT_NE(layout.find(name), std::string::npos)
+          << fs::relative(entry.path(), root).generic_string() << " is not in README's Layout";
     }
   }
 }

@@ -1,3 +1,5 @@
+// The probe command's plan (probe_plan.hpp): which probes apply to the GPUs found, the worker
+// groups that run them, and the rate each measurement is judged against.
 #include "probes/bandwidth/probe_plan.hpp"
 
 #include <fmt/format.h>
@@ -86,6 +88,88 @@ void set_expectations(const topo::Topology& topo, const topo::Analysis& analysis
   }
 }
 
+namespace {
+
+// What every worker's task carries, the local one and the IPC ones alike.
+json common_task(const ProbeRequest& request) {
+  return {{"bytes", request.bytes},
+          {"iters", request.iters},
+          {"repeats", request.repeats},
+          {"warmup", request.warmup},
+          {"pingpong_rounds", request.pingpong_rounds},
+          {"chase_lines", request.chase_lines}};
+}
+
+// Adds a worker group's measurements to the report; the pairs it found without P2P go to
+// `refused`.
+void add_measurements(ProbeReport& report, const workers::GroupOutcome& outcome,
+                      std::vector<std::pair<int, int>>& refused) {
+  auto ms = collect(outcome, &refused);
+  report.measurements.insert(report.measurements.end(), ms.begin(), ms.end());
+}
+
+// The probes one worker runs over every GPU from one process: h2d, latency and p2p, as asked.
+// No worker runs when none of them is.
+void run_local_probes(const ProbeRequest& request, bool all, bool do_p2p, const json& common,
+                      std::chrono::duration<double> progress, ProbeReport& report,
+                      std::vector<std::pair<int, int>>& refused) {
+  const auto& gpus = report.topology.gpus;
+  json local = common;
+  local["name"] = "probe-local";
+  local["probes"] = json::array();
+  if (all || request.h2d) local["probes"].push_back("h2d");
+  if (all || request.latency) local["probes"].push_back("latency");
+  if (do_p2p) local["probes"].push_back("p2p");
+  local["gpus"] = json::array();
+  for (const topo::Gpu& g : gpus)
+    local["gpus"].push_back(gpu_json(g));
+  if (!local["probes"].empty()) {
+    auto outcome = workers::run_workers(request.executable, {{0, gpus[0].index}}, local, progress);
+    add_measurements(report, outcome, refused);
+  }
+}
+
+// The GPU of each IPC worker rank: --devices as listed, else one rank per GPU.
+std::vector<int> ipc_placement(const ProbeRequest& request, const std::vector<topo::Gpu>& gpus) {
+  std::vector<int> placement = request.ipc_placement;
+  if (placement.empty()) {
+    for (const topo::Gpu& g : gpus)
+      placement.push_back(g.index);
+  }
+  return placement;
+}
+
+// The IPC probe: one worker per rank of the placement, rank r on GPU placement[r].
+void run_ipc_probes(const ProbeRequest& request, const std::vector<int>& placement,
+                    const json& common, std::chrono::duration<double> progress, ProbeReport& report,
+                    std::vector<std::pair<int, int>>& refused) {
+  json ipc = common;
+  ipc["name"] = "probe-ipc";
+  ipc["gpus"] = json::array();
+  std::vector<workers::WorkerSpec> specs;
+  for (size_t r = 0; r < placement.size(); ++r) {
+    const topo::Gpu& g = report.topology.gpus[position_of(report.topology, placement[r])];
+    ipc["gpus"].push_back(gpu_json(g));
+    specs.push_back({static_cast<int>(r), g.index});
+  }
+  // P2P must hold between every pair the ranks' GPUs form; the workers check with CUDA.
+  auto outcome = workers::run_workers(request.executable, specs, ipc, progress);
+  add_measurements(report, outcome, refused);
+}
+
+// Each pair found without P2P, with the topology's reason for it.
+void add_refusals(ProbeReport& report, const std::vector<std::pair<int, int>>& refused) {
+  const auto& gpus = report.topology.gpus;
+  for (const auto& [a, b] : refused) {
+    size_t ia = position_of(report.topology, a), ib = position_of(report.topology, b);
+    report.refused.push_back({a, b,
+                              topo::p2p_refusal_reason(report.topology, gpus[ia], gpus[ib],
+                                                       report.analysis.matrix.cells[ia][ib])});
+  }
+}
+
+}  // namespace
+
 ProbeReport run_probes(const ProbeRequest& request) {
   ProbeReport report;
   report.request = request;
@@ -108,62 +192,19 @@ ProbeReport run_probes(const ProbeRequest& request) {
   // A worker shows progress at barriers between measurements; one measurement is up to
   // warmup + repeats timed batches, each bounded by --timeout.
   const auto progress = timeout * (request.warmup + request.repeats + 2);
-  json common = {{"bytes", request.bytes},
-                 {"iters", request.iters},
-                 {"repeats", request.repeats},
-                 {"warmup", request.warmup},
-                 {"pingpong_rounds", request.pingpong_rounds},
-                 {"chase_lines", request.chase_lines}};
+  const json common = common_task(request);
   std::vector<std::pair<int, int>> refused;
+  run_local_probes(request, all, do_p2p, common, progress, report, refused);
 
-  json local = common;
-  local["name"] = "probe-local";
-  local["probes"] = json::array();
-  if (all || request.h2d) local["probes"].push_back("h2d");
-  if (all || request.latency) local["probes"].push_back("latency");
-  if (do_p2p) local["probes"].push_back("p2p");
-  local["gpus"] = json::array();
-  for (const topo::Gpu& g : gpus)
-    local["gpus"].push_back(gpu_json(g));
-  if (!local["probes"].empty()) {
-    auto outcome = workers::run_workers(request.executable, {{0, gpus[0].index}}, local, progress);
-    auto ms = collect(outcome, &refused);
-    report.measurements.insert(report.measurements.end(), ms.begin(), ms.end());
-  }
-
-  std::vector<int> placement = request.ipc_placement;
-  if (placement.empty()) {
-    for (const topo::Gpu& g : gpus)
-      placement.push_back(g.index);
-  }
+  const std::vector<int> placement = ipc_placement(request, gpus);
   // --p2p ran first when it could: a pair it found without P2P rules CUDA IPC out, and saying
   // so beats failing the run. (Asked for alone, --ipc finds out in its workers.)
   if (std::string why = ipc_blocker(placement, refused); do_ipc && !why.empty()) {
     do_ipc = false;
     report.skipped.push_back({"ipc", why, request.ipc});
   }
-  if (do_ipc) {
-    json ipc = common;
-    ipc["name"] = "probe-ipc";
-    ipc["gpus"] = json::array();
-    std::vector<workers::WorkerSpec> specs;
-    for (size_t r = 0; r < placement.size(); ++r) {
-      const topo::Gpu& g = gpus[position_of(report.topology, placement[r])];
-      ipc["gpus"].push_back(gpu_json(g));
-      specs.push_back({static_cast<int>(r), g.index});
-    }
-    // P2P must hold between every pair the ranks' GPUs form; the workers check with CUDA.
-    auto outcome = workers::run_workers(request.executable, specs, ipc, progress);
-    auto ms = collect(outcome, &refused);
-    report.measurements.insert(report.measurements.end(), ms.begin(), ms.end());
-  }
-
-  for (const auto& [a, b] : refused) {
-    size_t ia = position_of(report.topology, a), ib = position_of(report.topology, b);
-    report.refused.push_back({a, b,
-                              topo::p2p_refusal_reason(report.topology, gpus[ia], gpus[ib],
-                                                       report.analysis.matrix.cells[ia][ib])});
-  }
+  if (do_ipc) run_ipc_probes(request, placement, common, progress, report, refused);
+  add_refusals(report, refused);
   set_expectations(report.topology, report.analysis, report.measurements);
   return report;
 }

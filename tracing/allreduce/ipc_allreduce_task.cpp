@@ -1,3 +1,6 @@
+// The worker side of commtool's IPC all-reduce (ipc_allreduce_task.hpp): the check task (is
+// every output exact and alike on every rank?) and the time task (one-shot against two-shot per
+// size), and the launcher's calls that run them and gather the ranks' results.
 #include "tracing/allreduce/ipc_allreduce_task.hpp"
 
 #include <cuda_bf16.h>
@@ -115,88 +118,136 @@ json run_check(workers::WorkerContext& ctx, const json& task) {
   return {{"rank", ctx.rank}, {"cases", cases}};
 }
 
-json run_time(workers::WorkerContext& ctx, const json& task) {
-  CUDA_TRY(cudaSetDevice(ctx.device));
-  const auto sizes = task.at("sizes").get<std::vector<uint64_t>>();
-  const DataType t = *parse_data_type(task.at("dtype").get<std::string>());
-  const int iters = task.at("iters").get<int>();
-  const int warmup = task.at("warmup").get<int>();
-  const size_t e = type_size(t);
-  uint64_t max_bytes = e;
-  for (uint64_t b : sizes)
-    max_bytes = std::max(max_bytes, b);
+// The algorithms run_time times, in the order they take turns and are reported.
+constexpr IpcAlgorithm kTimedAlgorithms[] = {IpcAlgorithm::kOneShot, IpcAlgorithm::kTwoShot};
 
-  // Only where every pair of ranks can map each other's memory: ranks on one GPU always can.
+// Empty where this rank's GPU can map every other rank's memory (ranks on one GPU always can),
+// else the first GPU it cannot access.
+std::string peer_access_problem(const workers::WorkerContext& ctx,
+                                const std::vector<int>& devices) {
   std::string no_peer;
-  for (int d : task.at("devices").get<std::vector<int>>()) {
+  for (int d : devices) {
     int can = 1;
     if (d != ctx.device) CUDA_TRY(cudaDeviceCanAccessPeer(&can, ctx.device, d));
     if (!can && no_peer.empty()) {
       no_peer = fmt::format("GPU {} cannot access GPU {} (cudaDeviceCanAccessPeer)", ctx.device, d);
     }
   }
+  return no_peer;
+}
+
+// What the timed runs work on: `pristine` holds this rank's input, copied into `in` before each
+// run; `expected` holds the reference that `out` is compared with on the GPU, the differing
+// bytes counted into `wrong` (pinned, so the host reads it after the stream synchronises).
+struct TimedBuffers {
+  explicit TimedBuffers(uint64_t max_bytes)
+      : pristine(max_bytes),
+        in(max_bytes),
+        out(max_bytes),
+        expected(max_bytes),
+        wrong(sizeof(unsigned long long), -1),
+        counter(static_cast<unsigned long long*>(wrong.get())) {}
+
+  cuda::DeviceBuffer pristine, in, out, expected;
+  cuda::PinnedHostBuffer wrong;
+  unsigned long long* counter;
+  cuda::Stream stream;
+  cuda::Event start, end;
+};
+
+// Writes this rank's input of `count` elements to `pristine` and the reference sum to
+// `expected`; `host` is scratch of at least count elements.
+void load_inputs(const workers::WorkerContext& ctx, TimedBuffers& b, DataType t, uint64_t count,
+                 std::vector<unsigned char>& host) {
+  constexpr uint32_t kSeed = 7;
+  const size_t e = type_size(t);
+  for (uint64_t i = 0; i < count; ++i)
+    store(t, ipc_input_value(ctx.rank, i, kSeed), host.data() + i * e);
+  CUDA_TRY(cudaMemcpy(b.pristine.get(), host.data(), count * e, cudaMemcpyHostToDevice));
+  const std::vector<unsigned char> ref = reference(t, ctx.size, count, kSeed);
+  CUDA_TRY(cudaMemcpy(b.expected.get(), ref.data(), count * e, cudaMemcpyHostToDevice));
+}
+
+// One timed all-reduce of `count` elements (`bytes` as asked, for the message) with
+// `algorithm`, its wrong bytes counted into b.counter. Returns the GPU time in ms.
+float time_one_run(workers::WorkerContext& ctx, IpcAllReduce& ar, TimedBuffers& b,
+                   IpcAlgorithm algorithm, DataType t, uint64_t count, uint64_t bytes) {
+  const size_t e = type_size(t);
+  *static_cast<volatile unsigned long long*>(b.counter) = 0;
+  ctx.comm.barrier();
+  // As trace issues NCCL's all-reduce: the input is written on the GPU just before the
+  // call (here a copy of it), so the start event fires when the input is ready, not
+  // while the host is still launching. The output is poisoned: a skipped element shows.
+  CUDA_TRY(cudaMemsetAsync(b.out.get(), 0xff, count * e, b.stream.get()));
+  CUDA_TRY(cudaMemcpyAsync(b.in.get(), b.pristine.get(), count * e, cudaMemcpyDeviceToDevice,
+                           b.stream.get()));
+  CUDA_TRY(cudaEventRecord(b.start.get(), b.stream.get()));
+  ar.run(algorithm, b.in.get(), b.out.get(), count, t, b.stream.get());
+  CUDA_TRY(cudaEventRecord(b.end.get(), b.stream.get()));
+  launch_count_differences(b.stream.get(), b.out.get(), b.expected.get(), count * e, b.counter);
+  CUDA_TRY(cudaStreamSynchronize(b.stream.get()));  // the kernel's waits are bounded
+  if (const int peer = ar.timed_out_peer(); peer >= 0) {
+    throw Error(ExitCode::kTimeout,
+                fmt::format("rank {}: {} of {} bytes: rank {} never reached the barrier "
+                            "within {:.1f} s",
+                            ctx.rank, to_string(algorithm), bytes, peer, ctx.timeout.count()));
+  }
+  float ms = 0;
+  CUDA_TRY(cudaEventElapsedTime(&ms, b.start.get(), b.end.get()));
+  return ms;
+}
+
+// Times every algorithm at one size, warmup + iters runs each, the algorithms taking turns so
+// drift falls on both; appends each one's times and wrong bytes to per_algorithm[k].
+void time_size(workers::WorkerContext& ctx, IpcAllReduce& ar, TimedBuffers& b, DataType t,
+               uint64_t bytes, int warmup, int iters, std::vector<json>& per_algorithm) {
+  const size_t e = type_size(t);
+  const uint64_t count = bytes / e;
+  std::vector<std::vector<double>> us(2);
+  uint64_t wrong_bytes[2] = {0, 0};
+  for (int i = 0; i < warmup + iters; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      const float ms = time_one_run(ctx, ar, b, kTimedAlgorithms[k], t, count, bytes);
+      if (i >= warmup) {
+        us[static_cast<size_t>(k)].push_back(ms * 1e3);
+        wrong_bytes[k] += *static_cast<volatile unsigned long long*>(b.counter);
+      }
+    }
+  }
+  for (int k = 0; k < 2; ++k) {
+    per_algorithm[static_cast<size_t>(k)].push_back(
+        {{"bytes", count * e}, {"us", us[static_cast<size_t>(k)]}, {"wrong", wrong_bytes[k]}});
+  }
+}
+
+json run_time(workers::WorkerContext& ctx, const json& task) {
+  CUDA_TRY(cudaSetDevice(ctx.device));
+  const auto sizes = task.at("sizes").get<std::vector<uint64_t>>();
+  const DataType t = *parse_data_type(task.at("dtype").get<std::string>());
+  const int iters = task.at("iters").get<int>();
+  const int warmup = task.at("warmup").get<int>();
+  uint64_t max_bytes = type_size(t);
+  for (uint64_t b : sizes)
+    max_bytes = std::max(max_bytes, b);
+
+  // Only where every pair of ranks can map each other's memory: ranks on one GPU always can.
+  const std::string no_peer = peer_access_problem(ctx, task.at("devices").get<std::vector<int>>());
   for (const std::string& why : ctx.comm.allgather(no_peer)) {
     if (!why.empty()) return {{"rank", ctx.rank}, {"not_applicable", why}};
   }
 
   IpcAllReduce ar(ctx.comm, max_bytes, ctx.timeout);
-  cuda::DeviceBuffer pristine(max_bytes), in(max_bytes), out(max_bytes), expected(max_bytes);
-  cuda::PinnedHostBuffer wrong(sizeof(unsigned long long), -1);
-  auto* counter = static_cast<unsigned long long*>(wrong.get());
-  cuda::Stream stream;
-  cuda::Event start, end;
+  TimedBuffers buffers(max_bytes);
   std::vector<unsigned char> host(max_bytes);
-  const IpcAlgorithm algorithms[] = {IpcAlgorithm::kOneShot, IpcAlgorithm::kTwoShot};
-  json paths = json::array();
   std::vector<json> per_algorithm(2, json::array());
-  constexpr uint32_t kSeed = 7;
   for (uint64_t bytes : sizes) {
-    const uint64_t count = bytes / e;
-    for (uint64_t i = 0; i < count; ++i)
-      store(t, ipc_input_value(ctx.rank, i, kSeed), host.data() + i * e);
-    CUDA_TRY(cudaMemcpy(pristine.get(), host.data(), count * e, cudaMemcpyHostToDevice));
-    const std::vector<unsigned char> ref = reference(t, ctx.size, count, kSeed);
-    CUDA_TRY(cudaMemcpy(expected.get(), ref.data(), count * e, cudaMemcpyHostToDevice));
-    std::vector<std::vector<double>> us(2);
-    uint64_t wrong_bytes[2] = {0, 0};
-    for (int i = 0; i < warmup + iters; ++i) {
-      for (int k = 0; k < 2; ++k) {  // the algorithms take turns: drift falls on both
-        *static_cast<volatile unsigned long long*>(counter) = 0;
-        ctx.comm.barrier();
-        // As trace issues NCCL's all-reduce: the input is written on the GPU just before the
-        // call (here a copy of it), so the start event fires when the input is ready, not
-        // while the host is still launching. The output is poisoned: a skipped element shows.
-        CUDA_TRY(cudaMemsetAsync(out.get(), 0xff, count * e, stream.get()));
-        CUDA_TRY(cudaMemcpyAsync(in.get(), pristine.get(), count * e, cudaMemcpyDeviceToDevice,
-                                 stream.get()));
-        CUDA_TRY(cudaEventRecord(start.get(), stream.get()));
-        ar.run(algorithms[k], in.get(), out.get(), count, t, stream.get());
-        CUDA_TRY(cudaEventRecord(end.get(), stream.get()));
-        launch_count_differences(stream.get(), out.get(), expected.get(), count * e, counter);
-        CUDA_TRY(cudaStreamSynchronize(stream.get()));  // the kernel's waits are bounded
-        if (const int peer = ar.timed_out_peer(); peer >= 0) {
-          throw Error(
-              ExitCode::kTimeout,
-              fmt::format("rank {}: {} of {} bytes: rank {} never reached the barrier "
-                          "within {:.1f} s",
-                          ctx.rank, to_string(algorithms[k]), bytes, peer, ctx.timeout.count()));
-        }
-        float ms = 0;
-        CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), end.get()));
-        if (i >= warmup) {
-          us[static_cast<size_t>(k)].push_back(ms * 1e3);
-          wrong_bytes[k] += *static_cast<volatile unsigned long long*>(counter);
-        }
-      }
-    }
-    for (int k = 0; k < 2; ++k) {
-      per_algorithm[static_cast<size_t>(k)].push_back(
-          {{"bytes", count * e}, {"us", us[static_cast<size_t>(k)]}, {"wrong", wrong_bytes[k]}});
-    }
+    load_inputs(ctx, buffers, t, bytes / type_size(t), host);
+    time_size(ctx, ar, buffers, t, bytes, warmup, iters, per_algorithm);
   }
   ctx.comm.barrier();  // no rank unmaps a buffer a peer still reads
+  json paths = json::array();
   for (int k = 0; k < 2; ++k) {
-    paths.push_back({{"algorithm", to_string(algorithms[k])},
+    paths.push_back({{"algorithm", to_string(kTimedAlgorithms[k])},
                      {"sizes", per_algorithm[static_cast<size_t>(k)]}});
   }
   return {{"rank", ctx.rank}, {"paths", paths}};

@@ -1,3 +1,7 @@
+// CuptiTracer (tracing/cupti/cupti_tracer.hpp): the activity kinds it switches, the buffers CUPTI
+// fills and the flushes that hand them over, the one process-wide session CUPTI's C callbacks
+// reach, and the ids of streams and events as CUPTI's records carry them. Loading and setting up
+// CUPTI is cupti_library.cpp's; turning its records into plain structs is normalise.cpp's.
 #include "tracing/cupti/cupti_tracer.hpp"
 
 #include <cudaTypedefs.h>  // PFN_cuCtxGetCurrent_v4000
@@ -6,300 +10,24 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
 #include <cstdlib>
-#include <ctime>
-#include <limits>
 #include <mutex>
 #include <optional>
 
 #include "probes/base/cuda/cuda_check.hpp"
 #include "probes/base/dynlib.hpp"
 #include "probes/base/error.hpp"
+#include "tracing/cupti/cupti_library.hpp"
 #include "tracing/cupti/normalise.hpp"
 
 namespace commtool::tracing {
 
-// ---------------------------------------------------------------------------------------------
-// Normalisation (pure: no CUPTI call)
-
-namespace cupti {
-
-std::string api_display_name(const char* cupti_name) {
-  std::string name = cupti_name != nullptr ? cupti_name : "";
-  // Runtime names end in "_v" and the four- or five-digit CUDA version of the entry point.
-  const size_t v = name.rfind("_v");
-  if (v == std::string::npos || name.size() - v < 6) return name;
-  for (size_t i = v + 2; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return name;
-  }
-  return name.substr(0, v);
-}
-
-std::string memcpy_name(uint8_t copy_kind) {
-  switch (copy_kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-      return "memcpy HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-      return "memcpy DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
-      return "memcpy HtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
-      return "memcpy AtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
-      return "memcpy AtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
-      return "memcpy AtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
-      return "memcpy DtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
-      return "memcpy DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
-      return "memcpy HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
-      return "memcpy PtoP";
-    default:
-      return "memcpy";
-  }
-}
-
-RecordNormaliser::RecordNormaliser(ApiNameLookup api_name, int64_t clock_offset_ns)
-    : lookup_(std::move(api_name)), clock_offset_ns_(clock_offset_ns) {}
-
-uint64_t RecordNormaliser::to_monotonic(uint64_t cupti_ns) const {
-  const int64_t t = static_cast<int64_t>(cupti_ns) - clock_offset_ns_;
-  return t > 0 ? static_cast<uint64_t>(t) : 0;
-}
-
-const std::string& RecordNormaliser::api_name(CUpti_CallbackDomain domain, uint32_t cbid) {
-  const uint64_t key = (static_cast<uint64_t>(domain) << 32) | cbid;
-  auto it = api_names_.find(key);
-  if (it != api_names_.end()) return it->second;
-  const char* raw = lookup_ ? lookup_(domain, cbid) : nullptr;
-  std::string name =
-      raw != nullptr
-          ? api_display_name(raw)
-          : fmt::format("{} API {}", domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime" : "driver",
-                        cbid);
-  return api_names_.emplace(key, std::move(name)).first->second;
-}
-
-void RecordNormaliser::add_api(const CUpti_ActivityAPI& r, CUpti_CallbackDomain domain,
-                               RecordSet& out) {
-  if (r.start == 0 || r.end == 0) return;
-  out.api.push_back(ApiCall{r.correlationId, r.threadId, to_monotonic(r.start), to_monotonic(r.end),
-                            api_name(domain, r.cbid)});
-}
-
-void RecordNormaliser::add_marker(const CUpti_ActivityMarker2& r, RecordSet& out) {
-  if (r.timestamp == 0) return;
-  const bool on_thread =
-      r.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || r.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS;
-  const uint32_t thread = on_thread ? r.objectId.pt.threadId : 0;
-  const uint64_t t = to_monotonic(r.timestamp);
-  auto text = [](const char* s) { return s != nullptr ? std::string(s) : std::string(); };
-  if ((r.flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) != 0) {
-    out.ranges.push_back(HostRange{thread, t, t, text(r.domain), text(r.name)});
-  } else if ((r.flags & CUPTI_ACTIVITY_FLAG_MARKER_START) != 0) {
-    open_ranges_[r.id] = HostRange{thread, t, 0, text(r.domain), text(r.name)};
-  } else if ((r.flags & CUPTI_ACTIVITY_FLAG_MARKER_END) != 0) {
-    // The end record carries only the id: name, domain and thread come from the start.
-    auto it = open_ranges_.find(r.id);
-    if (it == open_ranges_.end()) return;
-    HostRange range = std::move(it->second);
-    open_ranges_.erase(it);
-    range.end_ns = std::max(t, range.start_ns);
-    out.ranges.push_back(std::move(range));
-  }
-}
-
-void RecordNormaliser::add_event(const CUpti_ActivityCudaEvent2& r, RecordSet& out) {
-  // Remembered before the timestamp check: event_id() needs the id even of an event whose
-  // device timestamp CUPTI could not take.
-  if (watchers_ > 0) event_by_correlation_[r.correlationId] = r.eventId;
-  if (r.deviceTimestamp == 0) return;
-  out.events.push_back(EventCompletion{r.eventId, r.streamId, to_monotonic(r.deviceTimestamp)});
-}
-
-void RecordNormaliser::add(const CUpti_Activity* record, RecordSet& out) {
-  switch (record->kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      const auto& r = *reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      if (r.start == 0 || r.end == 0) return;
-      out.gpu.push_back(GpuWork{GpuWorkKind::kKernel, r.streamId, r.correlationId,
-                                to_monotonic(r.start), to_monotonic(r.end),
-                                r.name != nullptr ? r.name : "kernel"});
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto& r = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      if (r.start == 0 || r.end == 0) return;
-      out.gpu.push_back(GpuWork{GpuWorkKind::kMemcpy, r.streamId, r.correlationId,
-                                to_monotonic(r.start), to_monotonic(r.end),
-                                memcpy_name(r.copyKind)});
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto& r = *reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      if (r.start == 0 || r.end == 0) return;
-      out.gpu.push_back(GpuWork{GpuWorkKind::kMemset, r.streamId, r.correlationId,
-                                to_monotonic(r.start), to_monotonic(r.end), "memset"});
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-      add_api(*reinterpret_cast<const CUpti_ActivityAPI*>(record), CUPTI_CB_DOMAIN_RUNTIME_API,
-              out);
-      return;
-    case CUPTI_ACTIVITY_KIND_DRIVER:
-      add_api(*reinterpret_cast<const CUpti_ActivityAPI*>(record), CUPTI_CB_DOMAIN_DRIVER_API, out);
-      return;
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      const auto& r = *reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
-      if (r.type != CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) return;
-      if (r.start == 0 || r.end == 0) return;
-      out.stream_waits.push_back(
-          StreamWaitCall{r.streamId, r.cudaEventId, to_monotonic(r.start), to_monotonic(r.end)});
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_CUDA_EVENT:
-      add_event(*reinterpret_cast<const CUpti_ActivityCudaEvent2*>(record), out);
-      return;
-    case CUPTI_ACTIVITY_KIND_MARKER:
-      add_marker(*reinterpret_cast<const CUpti_ActivityMarker2*>(record), out);
-      return;
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-      const auto& r = *reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
-      if (watchers_ > 0 && r.externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
-        correlations_by_external_[r.externalId].push_back(r.correlationId);
-      }
-      return;
-    }
-    default:
-      return;
-  }
-}
-
-void RecordNormaliser::begin_watch() {
-  ++watchers_;
-}
-
-void RecordNormaliser::end_watch() {
-  if (watchers_ > 0 && --watchers_ == 0) {
-    correlations_by_external_.clear();
-    event_by_correlation_.clear();
-  }
-}
-
-std::optional<uint32_t> RecordNormaliser::event_for_external_id(uint64_t external_id) const {
-  auto it = correlations_by_external_.find(external_id);
-  if (it == correlations_by_external_.end()) return std::nullopt;
-  // One external id may cover several API calls; the one that recorded the event names it.
-  for (uint32_t correlation : it->second) {
-    auto ev = event_by_correlation_.find(correlation);
-    if (ev != event_by_correlation_.end()) return ev->second;
-  }
-  return std::nullopt;
-}
-
-}  // namespace cupti
-
-// ---------------------------------------------------------------------------------------------
-// The loaded library
-
 namespace {
 
-// CUPTI's entry points, each typed from its declaration in cupti.h so a changed signature is a
-// compile error here rather than a crash on the GPU machine.
-struct CuptiApi {
-  decltype(&cuptiGetResultString) get_result_string = nullptr;
-  decltype(&cuptiGetCallbackName) get_callback_name = nullptr;
-  decltype(&cuptiGetTimestamp) get_timestamp = nullptr;
-  decltype(&cuptiSetThreadIdType) set_thread_id_type = nullptr;
-  decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp_callback = nullptr;
-  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
-  decltype(&cuptiActivityEnable) enable = nullptr;
-  decltype(&cuptiActivityDisable) disable = nullptr;
-  decltype(&cuptiActivityEnableCudaEventDeviceTimestamps) enable_event_device_timestamps = nullptr;
-  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
-  decltype(&cuptiActivityGetNextRecord) get_next_record = nullptr;
-  decltype(&cuptiActivityGetNumDroppedRecords) get_num_dropped_records = nullptr;
-  decltype(&cuptiGetStreamIdEx) get_stream_id = nullptr;
-  decltype(&cuptiActivityPushExternalCorrelationId) push_external_id = nullptr;
-  decltype(&cuptiActivityPopExternalCorrelationId) pop_external_id = nullptr;
-};
-
-template <typename Fn>
-void bind(const DynamicLibrary& lib, const char* name, Fn& out) {
-  out = lib.symbol<Fn>(name);
-  if (out == nullptr) {
-    throw Error(ExitCode::kEnvironment,
-                fmt::format("CUPTI library {} lacks {}: it is older than CUDA 13's CUPTI, which "
-                            "commtool was built against",
-                            lib.name(), name));
-  }
-}
-
-CuptiApi bind_all(const DynamicLibrary& lib) {
-  CuptiApi a;
-  bind(lib, "cuptiGetResultString", a.get_result_string);
-  bind(lib, "cuptiGetCallbackName", a.get_callback_name);
-  bind(lib, "cuptiGetTimestamp", a.get_timestamp);
-  bind(lib, "cuptiSetThreadIdType", a.set_thread_id_type);
-  bind(lib, "cuptiActivityRegisterTimestampCallback", a.register_timestamp_callback);
-  bind(lib, "cuptiActivityRegisterCallbacks", a.register_callbacks);
-  bind(lib, "cuptiActivityEnable", a.enable);
-  bind(lib, "cuptiActivityDisable", a.disable);
-  bind(lib, "cuptiActivityEnableCudaEventDeviceTimestamps", a.enable_event_device_timestamps);
-  bind(lib, "cuptiActivityFlushAll", a.flush_all);
-  bind(lib, "cuptiActivityGetNextRecord", a.get_next_record);
-  bind(lib, "cuptiActivityGetNumDroppedRecords", a.get_num_dropped_records);
-  bind(lib, "cuptiGetStreamIdEx", a.get_stream_id);
-  bind(lib, "cuptiActivityPushExternalCorrelationId", a.push_external_id);
-  bind(lib, "cuptiActivityPopExternalCorrelationId", a.pop_external_id);
-  return a;
-}
-
-// $COMMTOOL_CUPTI_LIBRARY alone when set (the user chose); else the toolkit's CUPTI 13 by soname
-// and in the toolkit's directories, then an unversioned libcupti.so in the same places.
-std::vector<std::string> cupti_candidates() {
-  if (const char* chosen = std::getenv("COMMTOOL_CUPTI_LIBRARY"); chosen && *chosen) {
-    return {chosen};
-  }
-  std::vector<std::string> out;
-  for (const char* soname : {"libcupti.so.13", "libcupti.so"}) {
-    for (std::string& c : cuda_library_candidates(soname))
-      out.push_back(std::move(c));
-    if (const char* home = std::getenv("CUDA_HOME")) {
-      out.push_back(std::string(home) + "/extras/CUPTI/lib64/" + soname);
-    }
-  }
-  return out;
-}
-
-// RTLD_NODELETE: CUPTI keeps threads and hooks in the driver that outlive any handle, and a
-// process that used it must never unmap it.
-DynamicLibrary load_cupti() {
-  const std::vector<std::string> names = cupti_candidates();
-  DynamicLibrary lib(names, RTLD_NODELETE);
-  if (!lib) {
-    std::string tried;
-    for (const auto& n : names)
-      tried += (tried.empty() ? "" : ", ") + n;
-    throw Error(ExitCode::kEnvironment,
-                fmt::format("cannot load CUPTI (tried {}; last error: {}); install the CUDA "
-                            "toolkit's CUPTI or set COMMTOOL_CUPTI_LIBRARY",
-                            tried, lib.error()));
-  }
-  return lib;
-}
-
-uint64_t CUPTIAPI monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
+using cupti::Cupti;
+using cupti::load_cupti;
+using cupti::set_up_cupti;
 
 // The kinds traced; pause() and resume() switch exactly these. CONCURRENT_KERNEL rather than
 // KERNEL: the latter serialises kernels, which would change what is measured.
@@ -332,31 +60,6 @@ constexpr uint64_t kExternalIdTag = 0x636f6d6dULL << 32;
 
 // ---------------------------------------------------------------------------------------------
 // Process-wide state reached from CUPTI's C callbacks
-
-// CUPTI as loaded and set up for this process. Set up by the first tracer and kept for the
-// process's life, since CUPTI's registrations (thread ids, timestamp source, buffer callbacks)
-// are process-wide anyway; later tracers only enable and disable kinds.
-struct Cupti {
-  DynamicLibrary library;
-  CuptiApi api;
-  std::string path;
-  bool monotonic_callback = false;  // else clock_offset_ns is in use
-  int64_t clock_offset_ns = 0;
-
-  // CUPTI's own words for a result code.
-  std::string words(CUptiResult rc) const {
-    const char* s = nullptr;
-    if (api.get_result_string(rc, &s) != CUPTI_SUCCESS || s == nullptr) {
-      return fmt::format("CUPTI error {}", static_cast<int>(rc));
-    }
-    return s;
-  }
-  void check(CUptiResult rc, const char* call) const {
-    if (rc == CUPTI_SUCCESS) return;
-    throw Error(ExitCode::kEnvironment,
-                fmt::format("{} failed: {} (CUPTI {})", call, words(rc), path));
-  }
-};
 
 // One tracer's records. Outside CuptiTracer's private scope so CUPTI's C callbacks can reach it
 // through the one process-wide pointer.
@@ -440,43 +143,6 @@ void Session::set_kinds(bool on) {
   kinds_enabled = on;
 }
 
-// CUPTI's clock minus CLOCK_MONOTONIC, from the reading bracketed most tightly by two monotonic
-// readings: the narrower the bracket, the less scheduling noise in the midpoint.
-int64_t measure_clock_offset(const Cupti& c) {
-  constexpr int kSamples = 20;
-  uint64_t best_width = std::numeric_limits<uint64_t>::max();
-  int64_t offset = 0;
-  for (int i = 0; i < kSamples; ++i) {
-    const uint64_t before = monotonic_ns();
-    uint64_t cupti_ns = 0;
-    c.check(c.api.get_timestamp(&cupti_ns), "cuptiGetTimestamp");
-    const uint64_t after = monotonic_ns();
-    if (after - before < best_width) {
-      best_width = after - before;
-      offset = static_cast<int64_t>(cupti_ns) - static_cast<int64_t>(before + best_width / 2);
-    }
-  }
-  return offset;
-}
-
-// Loads CUPTI and sets it up in the order its documentation asks: thread ids and the timestamp
-// source before any kind is enabled, buffer callbacks before records can be produced.
-std::unique_ptr<Cupti> set_up_cupti() {
-  auto c = std::make_unique<Cupti>();
-  c->library = load_cupti();
-  c->api = bind_all(c->library);
-  c->path = c->library.path_of(reinterpret_cast<void*>(c->api.get_result_string));
-  c->check(c->api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM),
-           "cuptiSetThreadIdType(SYSTEM)");
-  c->monotonic_callback = c->api.register_timestamp_callback(monotonic_ns) == CUPTI_SUCCESS;
-  if (!c->monotonic_callback) c->clock_offset_ns = measure_clock_offset(*c);
-  c->check(c->api.register_callbacks(buffer_requested, buffer_completed),
-           "cuptiActivityRegisterCallbacks");
-  c->check(c->api.enable_event_device_timestamps(1),
-           "cuptiActivityEnableCudaEventDeviceTimestamps");
-  return c;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -502,7 +168,7 @@ CuptiTracer::CuptiTracer() {
   try {
     // Only the claiming thread gets here, so the set-up cannot race another tracer's.
     if (cupti == nullptr) {
-      std::unique_ptr<Cupti> fresh = set_up_cupti();
+      std::unique_ptr<Cupti> fresh = set_up_cupti(buffer_requested, buffer_completed);
       std::lock_guard<std::mutex> lock(g.mutex);
       cupti = g.cupti = fresh.release();
     }

@@ -3,6 +3,9 @@
 // type. CUPTI is loaded with dlopen (libcupti.so.13 from the CUDA toolkit, or
 // $COMMTOOL_CUPTI_LIBRARY), so commands that do not trace run where CUPTI is absent.
 //
+// Defined in three files by concern: cupti_tracer.cpp (the buffers, flushing and ids),
+// cupti_library.cpp (loading and setting up CUPTI) and normalise.cpp (the records).
+//
 // One timeline: CUPTI is told to take its timestamps from CLOCK_MONOTONIC
 // (cuptiActivityRegisterTimestampCallback), the clock std::chrono::steady_clock reads and the
 // NCCL profiler plugin writes, so host marks, CUPTI records and plugin records line up without

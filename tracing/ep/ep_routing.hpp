@@ -4,6 +4,10 @@
 // CPU-only: tracing/ep/ep_measure.hpp runs the byte matrices made here, reports/ep/ep_report.hpp
 // judges the numbers.
 //
+// Defined in three files by concern: ep_routing.cpp (skews, the config checks, generated
+// routing and routing from counts), routing_files.cpp (reading counts and placement files) and
+// ep_traffic.cpp (placement, matrices, metrics and the replication what-if).
+//
 // Dispatch is counted as DeepEP counts it: a token goes ONCE to each distinct rank among its
 // top-k experts (the receiving rank applies all its local experts to that one copy), so two of
 // a token's experts on one rank cost one token, not two. That needs each token's choices,
