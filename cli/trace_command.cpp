@@ -73,7 +73,12 @@ std::vector<tracing::ModeRequest> modes(const TraceOptions& o) {
       chosen.insert(chosen.end(), {CompletionMode::kSync, CompletionMode::kAsyncWait,
                                    CompletionMode::kDeviceSync, CompletionMode::kBlockingWait});
     } else {
-      chosen.push_back(tracing::parse_completion_mode(item));
+      const std::optional<CompletionMode> mode = tracing::parse_completion_mode(item);
+      if (!mode) {
+        throw usage_error(fmt::format("--mode {}: not a completion mode; accepted: {}, all", item,
+                                      tracing::kCompletionModeNames));
+      }
+      chosen.push_back(*mode);
     }
   }
   if (chosen.empty()) throw usage_error("--mode: give at least one mode (or all)");
@@ -143,7 +148,7 @@ tracing::TraceRequest build_request(const GlobalOptions& global, TraceOptions& o
 
 int run_trace_command(const GlobalOptions& global, TraceOptions& o) {
   tracing::TraceRequest q = build_request(global, o);
-  if (!o.trace_file.empty()) reports::check_writable(o.trace_file, "--trace");
+  if (!o.trace_file.empty()) files::check_writable(o.trace_file, "--trace");
   tracing::TraceRun run = tracing::run_trace(q);
   run.meta.commtool_version =
       fmt::format("{} (git {})", build_info::kVersion, build_info::kGitCommit);
@@ -156,8 +161,7 @@ int run_trace_command(const GlobalOptions& global, TraceOptions& o) {
 int report_run(const GlobalOptions& global, const tracing::TraceRun& run,
                const std::string& trace_file) {
   if (!trace_file.empty()) {
-    reports::write_atomically(trace_file, reports::trace_run_to_chrome(run).dump() + "\n",
-                              "--trace");
+    files::write_atomically(trace_file, reports::trace_run_to_chrome(run).dump() + "\n", "--trace");
   }
   tracing::TraceReport report = tracing::analyse(run);
   emit(global, global.json ? reports::trace_to_json(report).dump(2) + "\n"
@@ -242,7 +246,7 @@ Runner register_report(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--trace", *trace_file, "Write a Chrome/Perfetto trace (JSON) to FILE")
       ->type_name("FILE");
   return [&global, dir, trace_file] {
-    if (!trace_file->empty()) reports::check_writable(*trace_file, "--trace");
+    if (!trace_file->empty()) files::check_writable(*trace_file, "--trace");
     return report_run(global, tracing::load_run(*dir), *trace_file);
   };
 }

@@ -72,14 +72,14 @@ inline void add_ep_traces(EpMeasurement& m, int turns, uint64_t lag_ns, uint64_t
     uint64_t seq = 100;
     for (int i = 0; i < turns; ++i) {
       for (const EpScenarioTimes& s : m.scenarios) {
-        for (const char* phase : {"dispatch", "combine"}) {
+        for (EpPhase phase : {EpPhase::kDispatch, EpPhase::kCombine}) {
           RecordSet op = one_operation(seq * kTurn + lag, seq, static_cast<uint32_t>(10 * seq));
           op.gpu[1].end_ns += longer;  // the NCCL work, its end event and the consumer after it
           op.events[1].device_ns += longer;
           op.gpu[2].start_ns += longer;
           op.gpu[2].end_ns += longer;
           merge(t.records, op);
-          t.exchanges.push_back({seq, s.name, phase, traced_us});
+          t.exchanges.push_back({seq, s.kind, phase, traced_us});
           ++seq;
         }
       }

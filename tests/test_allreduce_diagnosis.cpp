@@ -61,7 +61,7 @@ AllReducePath two_shot(std::vector<AllReducePoint> points) {
 }
 
 AllReduceSweep sweep(std::vector<AllReducePath> paths) {
-  return {{8, 8, 1}, "float32", std::move(paths)};  // 8 ranks, one per GPU
+  return {{8, 8, 1}, "float32", std::move(paths), {}};  // 8 ranks, one per GPU
 }
 
 bool has(const std::vector<std::string>& lines, const std::string& text) {
@@ -477,4 +477,58 @@ TEST(ForcedSetting, MixedRunsWithAnotherProtocolAreAMismatch) {
 
 TEST(ForcedSetting, MixedRunsThatAllMatchAreNoMismatch) {
   EXPECT_EQ(mismatch(nccl_forced("Ring", "LL", {}), "RING/LL, 1 ch x3; RING/LL, 2 ch x2"), "");
+}
+
+TEST(ForcedSetting, AnUnknownChoiceIsNotConfirmedWhateverItsReason) {
+  EXPECT_EQ(mismatch(nccl_forced("Ring", "LL", {}), "unknown (see NCCL profiler plugin below)"),
+            "not confirmed: NCCL's profiler plugin did not say what ran");
+}
+
+// ---- a measured sweep: drift and notes ----------------------------------------------------------
+
+TEST(MeasuredSweep, DriftBetweenTheDefaultsRunsSetsTheTieTolerance) {
+  // The default ran at 10 us first and 11.5 us last: 15% drift, so a path 10% faster ties.
+  AllReduceSweep s = sweep({nccl_default({ok(8, 10)}), one_shot({ok(8, 9)})});
+  s.default_again = nccl_default({ok(8, 11.5)});
+  const AllReduceDiagnosis d = diagnose_measured_sweep(s);
+  EXPECT_NEAR(d.tie_tolerance, 0.15, 1e-9);
+  ASSERT_EQ(d.sizes.size(), 1u);
+  EXPECT_EQ(d.sizes[0].outcome, SizeOutcome::kDefaultFastest);
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_EQ(d.notes.back(),
+            "NCCL's default, run first and again last, differed by up to 15.0% at one size: "
+            "medians within 15.0% are ties");
+}
+
+TEST(MeasuredSweep, SmallDriftKeepsTheDefaultToleranceAndHugeDriftIsCapped) {
+  AllReduceSweep calm = sweep({nccl_default({ok(8, 10)})});
+  calm.default_again = nccl_default({ok(8, 10.1)});
+  EXPECT_NEAR(diagnose_measured_sweep(calm).tie_tolerance, 0.03, 1e-9);
+  AllReduceSweep wild = sweep({nccl_default({ok(8, 10)})});
+  wild.default_again = nccl_default({ok(8, 40)});
+  EXPECT_NEAR(diagnose_measured_sweep(wild).tie_tolerance, 0.95, 1e-9);
+}
+
+TEST(MeasuredSweep, NcclsReasonForAnUnknownChoiceIsOneNoteAndTheRowsSayUnknown) {
+  const std::string why = "unknown (the profiler plugin was not loaded)";
+  AllReduceSweep s = sweep({nccl_default({ok(8, 10, why), ok(16, 10, why)}),
+                            nccl_forced("Ring", "LL", {ok(8, 10, why)})});
+  s.default_again = nccl_default({ok(8, 10, why)});
+  const AllReduceDiagnosis d = diagnose_measured_sweep(s);
+  EXPECT_EQ(std::count(d.notes.begin(), d.notes.end(), "what NCCL ran is " + why), 1);
+  for (const AllReducePath& p : s.paths) {
+    for (const AllReducePoint& point : p.points)
+      EXPECT_EQ(point.nccl_ran, "unknown");
+  }
+  const std::string text = allreduce_text(s, d);
+  EXPECT_NE(text.find("\nNotes\n  - what NCCL ran is " + why + "\n"), std::string::npos) << text;
+  const nlohmann::json j = nlohmann::json::parse(allreduce_json(s, d));
+  EXPECT_EQ(j.at("notes").size(), d.notes.size());
+}
+
+TEST(MeasuredSweep, ASweepWithoutNotesPrintsNoNotesSection) {
+  const AllReduceSweep s = sweep({nccl_default({ok(8, 10)})});
+  const AllReduceDiagnosis d = diagnose_allreduce(s);
+  EXPECT_EQ(allreduce_text(s, d).find("Notes"), std::string::npos);
+  EXPECT_FALSE(nlohmann::json::parse(allreduce_json(s, d)).contains("notes"));
 }

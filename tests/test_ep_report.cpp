@@ -50,15 +50,16 @@ EpMeasurement measurement(double routed_us, double replicated_us) {
   EpMeasurement m;
   m.nranks = 2;
   m.gpus = {"GPU 0", "GPU 1"};
-  auto scenario = [](const char* name, double rank0_us) {
+  auto scenario = [](EpScenarioKind kind, double rank0_us) {
     EpScenarioTimes s;
-    s.name = name;
+    s.kind = kind;
     s.dispatch = times({{rank0_us, rank0_us, rank0_us}, {5, 5, 5}});
     s.combine = times({{10, 10, 10}, {10, 10, 10}});
     return s;
   };
-  m.scenarios = {scenario(kRouted, routed_us), scenario(kUniform, 10),
-                 scenario(kReplicated, replicated_us)};
+  m.scenarios = {scenario(EpScenarioKind::kRouted, routed_us),
+                 scenario(EpScenarioKind::kUniform, 10),
+                 scenario(EpScenarioKind::kReplicated, replicated_us)};
   return m;
 }
 
@@ -130,7 +131,7 @@ TEST(EpReport, UniformTrafficIsMeasuredOnTheUniformMatrix) {
   const EpMeasurement m = measurement(20, 12);
   const EpDiagnosis d = diagnose_ep(s, &m);
   const ScenarioFigures& uniform = d.scenarios[1];
-  ASSERT_EQ(uniform.name, kUniform);
+  ASSERT_EQ(uniform.kind, EpScenarioKind::kUniform);
   // The same total, spread over the 4 pairs: half of it crosses between the two ranks.
   EXPECT_EQ(uniform.dispatch.bytes, matrix_total(s.traffic.dispatch_bytes));
   EXPECT_EQ(uniform.dispatch.moved_bytes, uniform.dispatch.bytes / 2);
@@ -148,9 +149,9 @@ TEST(EpReport, OneRankSaysTheExchangeIsALocalCopy) {
   s.metrics = ep_metrics(s.routing, s.placement, s.traffic);
   EpMeasurement m;
   m.nranks = 1;
-  for (const char* name : {kRouted, kUniform}) {
+  for (EpScenarioKind kind : {EpScenarioKind::kRouted, EpScenarioKind::kUniform}) {
     EpScenarioTimes t;
-    t.name = name;
+    t.kind = kind;
     t.dispatch = times({{7, 7}});
     t.combine = times({{6, 6}});
     m.scenarios.push_back(t);

@@ -21,9 +21,10 @@ namespace {
 tracing::EpMeasurement measurement(int ranks, int turns, uint64_t lag_ns, uint64_t longer_ns) {
   tracing::EpMeasurement m;
   m.nranks = ranks;
-  for (const char* name : {"routed", "uniform"}) {
+  for (tracing::EpScenarioKind kind :
+       {tracing::EpScenarioKind::kRouted, tracing::EpScenarioKind::kUniform}) {
     tracing::EpScenarioTimes t;
-    t.name = name;
+    t.kind = kind;
     t.dispatch.slowest_us.assign(static_cast<size_t>(turns), 8.0);
     t.combine.slowest_us.assign(static_cast<size_t>(turns), 8.0);
     for (tracing::PhaseTimes* p : {&t.dispatch, &t.combine}) {
@@ -49,8 +50,10 @@ TEST(EpSplit, EachPhaseTakesTheSlowestRankPerExchange) {
   const std::optional<EpSplit> s = ep_split(measurement(2, 3, 500, 1000));
   ASSERT_TRUE(s.has_value());
   ASSERT_EQ(s->rows.size(), 4u);
-  EXPECT_EQ(s->rows[0].scenario + " " + s->rows[0].phase, "routed dispatch");
-  EXPECT_EQ(s->rows[3].scenario + " " + s->rows[3].phase, "uniform combine");
+  EXPECT_EQ(s->rows[0].scenario, tracing::EpScenarioKind::kRouted);
+  EXPECT_EQ(s->rows[0].phase, tracing::EpPhase::kDispatch);
+  EXPECT_EQ(s->rows[3].scenario, tracing::EpScenarioKind::kUniform);
+  EXPECT_EQ(s->rows[3].phase, tracing::EpPhase::kCombine);
   EXPECT_TRUE(s->warnings.empty()) << s->warnings.front();
   for (const EpSplitRow& row : s->rows) {
     EXPECT_EQ(row.exchanges, 3);
@@ -87,18 +90,20 @@ TEST(EpSplit, ARankWithoutItsRecordsIsNamedAndTheOthersStillCount) {
 
 TEST(EpSplit, HostBoundPhasesOfTheRoutedTrafficAreAFinding) {
   tracing::EpMeasurement m = measurement(2, 3, 0, 0);
-  EXPECT_TRUE(ep_split_findings(*ep_split(m), "routed").empty());  // 0.5 us to enqueue, 2 us
+  EXPECT_TRUE(ep_split_findings(*ep_split(m), tracing::EpScenarioKind::kRouted)
+                  .empty());  // 0.5 us to enqueue, 2 us
   // The traced enqueue does not count: CUPTI slows the host.
   for (tracing::EpRankTrace& t : m.traces) {
     for (OperationMark& op : t.records.operations)
       op.enqueue_end_ns = op.enqueue_start_ns + 50000;
   }
-  EXPECT_TRUE(ep_split_findings(*ep_split(m), "routed").empty());
+  EXPECT_TRUE(ep_split_findings(*ep_split(m), tracing::EpScenarioKind::kRouted).empty());
   for (tracing::EpScenarioTimes& s : m.scenarios) {
     for (tracing::PhaseTimes* p : {&s.dispatch, &s.combine})
       p->rank_enqueue_us[1].assign(3, 5.0);  // rank 1's untraced enqueue
   }
-  const std::vector<std::string> f = ep_split_findings(*ep_split(m), "routed");
+  const std::vector<std::string> f =
+      ep_split_findings(*ep_split(m), tracing::EpScenarioKind::kRouted);
   ASSERT_EQ(f.size(), 2u);  // dispatch and combine; uniform is not under diagnosis
   EXPECT_EQ(f[0].rfind("routed dispatch: the host takes 5.0 us to enqueue", 0), 0u) << f[0];
   EXPECT_NE(f[0].find("no less than the 2.0 us its GPU work takes"), std::string::npos) << f[0];
@@ -110,7 +115,8 @@ TEST(EpSplit, HostBoundPhasesOfTheRoutedTrafficAreAFinding) {
     for (ApiCall& a : t.records.api)
       a.thread = 99;
   }
-  const std::vector<std::string> g = ep_split_findings(*ep_split(m), "routed");
+  const std::vector<std::string> g =
+      ep_split_findings(*ep_split(m), tracing::EpScenarioKind::kRouted);
   ASSERT_EQ(g.size(), 2u);
   EXPECT_NE(g[0].find("a thread it starts for each group"), std::string::npos) << g[0];
 }

@@ -45,19 +45,19 @@ TEST(GpuEp, EveryScenarioAndPhaseRunsVerifiedOnEveryRank) {
   const int n = ep_rank_count({});
   EpMeasureRequest q = short_request();
   ByteMatrix empty(static_cast<size_t>(n), std::vector<uint64_t>(static_cast<size_t>(n), 0));
-  q.scenarios = {{"odd", odd_matrix(n, 12345), odd_matrix(n, 777)},
-                 {"large", odd_matrix(n, 64u << 20), odd_matrix(n, 1)},
-                 {"nothing", empty, odd_matrix(n, 3)}};
+  q.scenarios = {{EpScenarioKind::kRouted, odd_matrix(n, 12345), odd_matrix(n, 777)},
+                 {EpScenarioKind::kUniform, odd_matrix(n, 64u << 20), odd_matrix(n, 1)},
+                 {EpScenarioKind::kReplicated, empty, odd_matrix(n, 3)}};
   const EpMeasurement m = run_ep_measurement(q);  // a wrong byte throws kVerification
   ASSERT_EQ(m.nranks, n);
   ASSERT_EQ(m.scenarios.size(), 3u);
   EXPECT_EQ(m.gpus.size(), static_cast<size_t>(n));
   for (const EpScenarioTimes& s : m.scenarios) {
     for (const PhaseTimes* p : {&s.dispatch, &s.combine}) {
-      ASSERT_EQ(p->slowest_us.size(), 3u) << s.name;
-      ASSERT_EQ(p->rank_us.size(), static_cast<size_t>(n)) << s.name;
+      ASSERT_EQ(p->slowest_us.size(), 3u) << to_string(s.kind);
+      ASSERT_EQ(p->rank_us.size(), static_cast<size_t>(n)) << to_string(s.kind);
       for (double us : p->slowest_us)
-        EXPECT_GT(us, 0.0) << s.name;
+        EXPECT_GT(us, 0.0) << to_string(s.kind);
     }
   }
 }
@@ -66,7 +66,7 @@ TEST(GpuEp, MatrixOfTheWrongShapeIsRefusedBeforeAnyWorkerStarts) {
   const int n = ep_rank_count({});
   EpMeasureRequest q;
   q.executable = COMMTOOL_BINARY;
-  q.scenarios = {{"bad", odd_matrix(n + 1, 8), odd_matrix(n + 1, 8)}};
+  q.scenarios = {{EpScenarioKind::kRouted, odd_matrix(n + 1, 8), odd_matrix(n + 1, 8)}};
   try {
     run_ep_measurement(q);
     FAIL() << "a matrix for " << n + 1 << " ranks ran on " << n;
@@ -111,8 +111,8 @@ TEST(GpuEp, TracedPassMarksEveryExchangeOnEveryRank) {
   const int n = ep_rank_count({});
   EpMeasureRequest q = short_request();
   q.trace = true;
-  q.scenarios = {{"odd", odd_matrix(n, 12345), odd_matrix(n, 777)},
-                 {"large", odd_matrix(n, 16u << 20), odd_matrix(n, 1)}};
+  q.scenarios = {{EpScenarioKind::kRouted, odd_matrix(n, 12345), odd_matrix(n, 777)},
+                 {EpScenarioKind::kUniform, odd_matrix(n, 16u << 20), odd_matrix(n, 1)}};
   const EpMeasurement m = run_ep_measurement(q);
   ASSERT_EQ(m.traces.size(), static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
@@ -129,7 +129,7 @@ TEST(GpuEp, TracedPassMarksEveryExchangeOnEveryRank) {
   }
   // The timed pass is untouched by the traced one.
   for (const EpScenarioTimes& s : m.scenarios)
-    EXPECT_EQ(s.dispatch.slowest_us.size(), 3u) << s.name;
+    EXPECT_EQ(s.dispatch.slowest_us.size(), 3u) << to_string(s.kind);
 }
 
 // What a user runs: diagnose ep --trace prints the split of every phase with an interval for

@@ -1,4 +1,5 @@
 // The saved-run format: record lines, run.json, and the directory save_run writes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -338,14 +339,14 @@ bool same_except_records(const RankRun& a, const RankRun& b) {
 
 RunMeta sample_meta() {
   RunMeta m;
-  m.collective = "allreduce";
-  m.dtype = "bfloat16";
-  m.op = "max";
+  m.collective = Collective::kReduce;
+  m.dtype = DataType::kBfloat16;
+  m.op = ReduceOp::kMax;
   m.inplace = true;
   m.root = 2;
   m.nranks = 8;
   m.sizes = {8, 1 << 20, kMax64};
-  m.modes = {"sync", "blocking-wait"};
+  m.modes = {CompletionMode::kSync, CompletionMode::kBlockingWait};
   m.poll_ms = 3;
   m.iters = 20;
   m.warmup = 5;
@@ -452,6 +453,30 @@ TEST(RunJson, UnknownCommIsAUsageErrorNamingTheValueAndTheAcceptedOnes) {
     EXPECT_EQ(e.code(), ExitCode::kUsage);
     EXPECT_EQ(std::string(e.what()), "\"comm\": \"sometimes\" is not one of blocking, nonblocking");
   }
+}
+
+// A saved run names its collective, type, reduction and modes; an unknown name is refused with
+// the key and the accepted names, never read as a default.
+TEST(RunJson, UnknownNamesAreUsageErrorsNamingKeyValueAndAcceptedOnes) {
+  for (const auto& [key, value, accepted] :
+       {std::tuple{"collective", "allscatter", "allreduce, allgather"},
+        std::tuple{"dtype", "float128", "int8, uint8"}, std::tuple{"op", "xor", "sum, prod"}}) {
+    nlohmann::json j = to_json(sample_meta());
+    j[key] = value;
+    try {
+      run_meta_from_json(j);
+      ADD_FAILURE() << "accepted " << key << " " << value;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kUsage);
+      const std::string what = e.what();
+      EXPECT_NE(what.find(fmt::format("\"{}\": \"{}\" is not one of {}", key, value, accepted)),
+                std::string::npos)
+          << what;
+    }
+  }
+  nlohmann::json j = to_json(sample_meta());
+  j["modes"] = {"sync", "sometimes"};
+  EXPECT_THROW(run_meta_from_json(j), Error);
 }
 
 // ---- saved runs ---------------------------------------------------------------------------------

@@ -41,14 +41,14 @@ TEST(TracePlan, SizesRoundDownToWholeElementsPerRankAndRepeatsGo) {
       request(Collective::kAllGather, DataType::kFloat32, ReduceOp::kSum, {12, 16, 24});
   EXPECT_EQ(plan_for(q, 3).sizes, (std::vector<uint64_t>{12, 24}));
   q.sizes = {8};
-  EXPECT_NE(refusal(q, 3).find("raise --minbytes"), std::string::npos) << refusal(q, 3);
+  EXPECT_EQ(refusal(q, 3), "sizes 8: allgather of float at 3 rank(s) needs at least 12 bytes");
 }
 
 TEST(TracePlan, RootMustBeARank) {
   TraceRequest q = request(Collective::kBroadcast, DataType::kFloat32, ReduceOp::kSum, {1024});
   q.root = 2;
   EXPECT_EQ(refusal(q, 3), "");
-  EXPECT_NE(refusal(q, 2).find("--root 2: must name a rank below 2"), std::string::npos);
+  EXPECT_EQ(refusal(q, 2), "root 2: must name a rank below 2, the number of ranks");
 }
 
 TEST(TracePlan, CheckedReductionBeyondTheTypesExactRangeIsRefused) {
@@ -56,7 +56,7 @@ TEST(TracePlan, CheckedReductionBeyondTheTypesExactRangeIsRefused) {
   TraceRequest q = request(Collective::kAllReduce, DataType::kInt8, ReduceOp::kSum, {1024});
   EXPECT_EQ(refusal(q, 18), "");
   const std::string why = refusal(q, 19);
-  EXPECT_NE(why.find("--dtype int8 --op sum at 19 ranks"), std::string::npos) << why;
+  EXPECT_NE(why.find("dtype int8: with sum at 19 ranks"), std::string::npos) << why;
   EXPECT_NE(why.find("above 18 ranks"), std::string::npos) << why;
   // Reduce-scatter and reduce reduce too; the same limit applies.
   q.collective = Collective::kReduceScatter;

@@ -34,46 +34,18 @@
 
 #include "probes/base/measure/statistics.hpp"
 #include "probes/base/workers/placement.hpp"
+#include "tracing/allreduce/sweep.hpp"
 
 namespace commtool::reports {
 
-// What a user would have to do to get a path; also the tie-break order (see above).
-enum class AllReducePathKind { kNccl, kIpcOneShot, kIpcTwoShot };
-
-enum class AllReducePointStatus {
-  kOk,
-  kFailedVerification,  // a wrong result: excluded, and reported
-  kRefused,             // NCCL refused the algorithm/protocol combination (at init or launch)
-  kNotApplicable,       // the path cannot run here: IPC without P2P between every pair
-};
-
-const char* to_string(AllReducePathKind k);     // "nccl", "ipc-one-shot", "ipc-two-shot"
-const char* to_string(AllReducePointStatus s);  // "ok", "failed-verification", ...
-
-// One path at one message size.
-struct AllReducePoint {
-  uint64_t bytes = 0;  // per rank, as nccl-tests counts an all-reduce
-  AllReducePointStatus status = AllReducePointStatus::kOk;
-  measure::Summary time_us;  // per operation; n, median, min and max are used
-  double busbw_gbps = 0;     // nccl-tests' busbw at the median
-  std::string nccl_ran;      // NCCL paths: "Ring/LL" as NCCL's profiler saw it, or "unknown"
-  std::string reason;        // why not ok: "12 wrong elements", "ncclInvalidUsage", "no P2P ..."
-};
-
-struct AllReducePath {
-  std::string name;  // "NCCL default", "NCCL Ring/LL", "IPC one-shot"
-  AllReducePathKind kind = AllReducePathKind::kNccl;
-  bool nccl_default = false;           // NCCL choosing for itself; at most one path
-  std::string nccl_algo;               // what the path forced: NCCL_ALGO value, empty if not forced
-  std::string nccl_proto;              // NCCL_PROTO value, empty if not forced
-  std::vector<AllReducePoint> points;  // any order; at most one per size
-};
-
-struct AllReduceSweep {
-  workers::PlacementSummary placement;  // how many ranks ran, on how many GPUs
-  std::string dtype;                    // "float32"
-  std::vector<AllReducePath> paths;
-};
+// The sweep's results are tracing's (tracing/allreduce/sweep.hpp); the diagnosis reads them.
+using tracing::AllReducePath;
+using tracing::AllReducePathKind;
+using tracing::AllReducePoint;
+using tracing::AllReducePointStatus;
+using tracing::AllReduceSweep;
+using tracing::forced_setting_mismatch;
+using tracing::to_string;
 
 struct AllReduceDiagnosisOptions {
   double tie_tolerance = 0.03;  // medians within 3% are a tie (usual run-to-run spread)
@@ -123,21 +95,23 @@ struct AllReduceDiagnosis {
   std::vector<std::string> recommendation;  // plain sentences with their evidence
   std::vector<std::string> exclusions;      // failed verification, refused, not applicable
   std::string withheld;  // why there is no recommendation (see above); empty when there is one
+  std::vector<std::string> notes;  // how to read the figures: drift, what NCCL could not say
 };
 
 // Why no difference measured by `sweep` can support a recommendation, or "" when one can.
 std::string recommendation_withheld(const workers::PlacementSummary& placement);
-
-// For a path that forced NCCL_ALGO/NCCL_PROTO: "" when what NCCL ran at this point (its
-// profiler plugin's "RING/LL, 2 ch") is what was forced (names compared without case), else
-// why not: what NCCL ran instead, or that the plugin could not tell.
-std::string forced_setting_mismatch(const AllReducePath& path, const AllReducePoint& point);
 
 // The largest relative difference, |a - b| / min(a, b), of two runs' medians of one path at any
 // size both measured validly: the drift between runs in separate processes, which NCCL's
 // forced settings need (NCCL reads NCCL_ALGO/NCCL_PROTO once per process). 0 with no common
 // size.
 double run_to_run_drift(const AllReducePath& a, const AllReducePath& b);
+
+// The diagnosis of a measured sweep (tracing::run_allreduce_sweep): the drift between NCCL's
+// default run first and again last sets the tie tolerance (never below the default's 3%, at most
+// 95%), and NCCL's reason for an unknown choice, the same on every row, becomes one note while
+// the rows say "unknown" (hence `sweep` is changed). Both are in `notes`.
+AllReduceDiagnosis diagnose_measured_sweep(AllReduceSweep& sweep);
 
 // Throws usage_error for a tie_tolerance outside [0, 1), two paths marked NCCL's default, two
 // points of one path at the same size, or an ok point without samples.
@@ -151,8 +125,10 @@ const AllReducePoint* point_at(const AllReducePath& path, uint64_t bytes);
 int nccl_default_path(const AllReduceSweep& sweep);
 
 // Renderers (allreduce_report.cpp). A table (size, fastest path, its time, NCCL's default and its
-// time, speedup, note), then the crossovers, the recommendation and the exclusions.
+// time, speedup, note), then the crossovers, the recommendation, the exclusions and the notes.
 std::string allreduce_text(const AllReduceSweep& sweep, const AllReduceDiagnosis& diagnosis);
 std::string allreduce_json(const AllReduceSweep& sweep, const AllReduceDiagnosis& diagnosis);
+// `--plot`: time against size per path, log-log, valid points only.
+std::string allreduce_plot_svg(const AllReduceSweep& sweep);
 
 }  // namespace commtool::reports

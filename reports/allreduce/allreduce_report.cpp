@@ -2,11 +2,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "probes/base/measure/byte_size.hpp"
 #include "reports/allreduce/allreduce_diagnosis.hpp"
 #include "reports/format/summary_format.hpp"
+#include "reports/format/svg_plot.hpp"
 #include "reports/format/text_table.hpp"
 
 namespace commtool::reports {
@@ -122,6 +124,11 @@ std::string allreduce_text(const AllReduceSweep& sweep, const AllReduceDiagnosis
     for (const std::string& s : d.exclusions)
       out += fmt::format("  - {}\n", s);
   }
+  if (!d.notes.empty()) {
+    out += "\nNotes\n";
+    for (const std::string& n : d.notes)
+      out += "  - " + n + "\n";
+  }
   return out;
 }
 
@@ -174,18 +181,42 @@ std::string allreduce_json(const AllReduceSweep& sweep, const AllReduceDiagnosis
                       {"min_speedup", r.min_speedup},
                       {"max_speedup", r.max_speedup}});
   }
-  const json out = {{"ranks", sweep.placement.ranks},
-                    {"rank_placement", workers::to_json(sweep.placement)},
-                    {"withheld", d.withheld.empty() ? json(nullptr) : json(d.withheld)},
-                    {"dtype", sweep.dtype},
-                    {"tie_tolerance", d.tie_tolerance},
-                    {"paths", paths},
-                    {"sizes", sizes},
-                    {"crossovers", crossovers},
-                    {"ranges", ranges},
-                    {"recommendation", d.recommendation},
-                    {"exclusions", d.exclusions}};
+  json out = {{"ranks", sweep.placement.ranks},
+              {"rank_placement", workers::to_json(sweep.placement)},
+              {"withheld", d.withheld.empty() ? json(nullptr) : json(d.withheld)},
+              {"dtype", sweep.dtype},
+              {"tie_tolerance", d.tie_tolerance},
+              {"paths", paths},
+              {"sizes", sizes},
+              {"crossovers", crossovers},
+              {"ranges", ranges},
+              {"recommendation", d.recommendation},
+              {"exclusions", d.exclusions}};
+  if (!d.notes.empty()) out["notes"] = d.notes;
   return out.dump(2) + "\n";
+}
+
+std::string allreduce_plot_svg(const AllReduceSweep& sweep) {
+  LinePlot plot;
+  plot.title = fmt::format("all-reduce of {} at {} rank(s): time per call (median)", sweep.dtype,
+                           sweep.placement.ranks);
+  plot.x_label = "message size per rank";
+  plot.y_label = "time";
+  plot.x_unit = AxisUnit::Bytes;
+  plot.y_unit = AxisUnit::Microseconds;
+  for (const AllReducePath& path : sweep.paths) {
+    PlotSeries s;
+    s.name = path.name;
+    for (const AllReducePoint& p : path.points) {
+      if (p.status == AllReducePointStatus::kOk) {
+        s.points.push_back({static_cast<double>(p.bytes), p.time_us.median});
+      }
+    }
+    std::sort(s.points.begin(), s.points.end(),
+              [](const auto& a, const auto& b) { return a.x < b.x; });
+    plot.series.push_back(std::move(s));
+  }
+  return render_line_plot_svg(plot);
 }
 
 }  // namespace commtool::reports

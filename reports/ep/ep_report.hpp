@@ -11,27 +11,12 @@
 #include "probes/base/measure/statistics.hpp"
 #include "reports/ep/ep_split.hpp"
 #include "tracing/ep/ep_measure.hpp"
+#include "tracing/ep/ep_plan.hpp"
 #include "tracing/ep/ep_routing.hpp"
 
 namespace commtool::reports {
 
-// Everything about the routing, measured or not.
-struct EpSetup {
-  tracing::EpConfig config;
-  std::string routing_source;    // "generated, skew zipf:1.2, seed 1" or "file x.json, layer 0"
-  std::string placement_source;  // "contiguous" or the placement file
-  tracing::Routing routing;
-  tracing::Placement placement;
-  tracing::EpTraffic traffic;
-  tracing::EpMetrics metrics;
-  int replicate = 0;  // --replicate H; 0: no what-if
-  std::optional<tracing::ReplicationPlan> replication;
-};
-
-// Names of the measured scenarios, in the order they run.
-inline constexpr const char* kRouted = "routed";
-inline constexpr const char* kUniform = "uniform";
-inline constexpr const char* kReplicated = "replicated";
+using tracing::EpSetup;  // the plan: routing, placement, traffic (tracing/ep/ep_plan.hpp)
 
 struct PhaseFigures {
   measure::Summary time_us;          // per operation at its slowest rank
@@ -48,7 +33,7 @@ struct PhaseFigures {
 };
 
 struct ScenarioFigures {
-  std::string name;
+  tracing::EpScenarioKind kind = tracing::EpScenarioKind::kRouted;
   PhaseFigures dispatch, combine;
 };
 

@@ -51,16 +51,16 @@ double median(std::vector<double> v) {
   return measure::summarize(std::move(v)).median;
 }
 
-const tracing::PhaseTimes* untraced_times(const EpMeasurement& m, const std::string& scenario,
-                                          const std::string& phase) {
+const tracing::PhaseTimes* untraced_times(const EpMeasurement& m, tracing::EpScenarioKind scenario,
+                                          tracing::EpPhase phase) {
   for (const tracing::EpScenarioTimes& s : m.scenarios) {
-    if (s.name == scenario) return phase == "dispatch" ? &s.dispatch : &s.combine;
+    if (s.kind == scenario) return phase == tracing::EpPhase::kDispatch ? &s.dispatch : &s.combine;
   }
   return nullptr;
 }
 
 EpSplitRow split_row(const EpMeasurement& m, const std::vector<RankIntervals>& ranks,
-                     const std::string& scenario, const std::string& phase) {
+                     tracing::EpScenarioKind scenario, tracing::EpPhase phase) {
   const size_t n = m.traces.size();
   // Each rank's exchanges of this phase in the order they ran; the i-th of every rank is the
   // same exchange (the ranks take their turns in lockstep).
@@ -154,13 +154,13 @@ std::optional<EpSplit> ep_split(const EpMeasurement& m) {
     ranks.emplace_back(std::move(a));
   }
   for (const tracing::EpScenarioTimes& s : m.scenarios) {
-    for (const char* phase : {"dispatch", "combine"})
-      out.rows.push_back(split_row(m, ranks, s.name, phase));
+    for (tracing::EpPhase phase : {tracing::EpPhase::kDispatch, tracing::EpPhase::kCombine})
+      out.rows.push_back(split_row(m, ranks, s.kind, phase));
   }
   return out;
 }
 
-std::vector<std::string> ep_split_findings(const EpSplit& split, const std::string& scenario) {
+std::vector<std::string> ep_split_findings(const EpSplit& split, tracing::EpScenarioKind scenario) {
   std::vector<std::string> out;
   for (const EpSplitRow& row : split.rows) {
     // The host's cost is the untraced pass's (CUPTI slows the host far more than the GPU);
@@ -185,7 +185,8 @@ std::vector<std::string> ep_split_findings(const EpSplit& split, const std::stri
           "group, untraced; median, slowest rank), no less than the {:.1f} us its GPU work "
           "takes (CUPTI, {} traced exchanges): issued back to back, these exchanges are limited "
           "by the host, not the links{}",
-          row.scenario, row.phase, enqueue.median, row.kernel_us.median, row.exchanges, why));
+          to_string(row.scenario), to_string(row.phase), enqueue.median, row.kernel_us.median,
+          row.exchanges, why));
     }
   }
   return out;
@@ -196,7 +197,7 @@ nlohmann::json ep_chrome_trace(const EpMeasurement& m) {
   std::vector<RankRecords> ranks;
   for (size_t r = 0; r < m.traces.size(); ++r) {
     for (const tracing::EpTracedExchange& e : m.traces[r].exchanges)
-      names[r].emplace(e.seq, e.scenario + " " + e.phase);
+      names[r].emplace(e.seq, fmt::format("{} {}", to_string(e.scenario), to_string(e.phase)));
     ranks.push_back({m.traces[r].rank, &m.traces[r].records, &names[r]});
   }
   return chrome_trace(ranks);

@@ -18,8 +18,8 @@
 namespace commtool::reports {
 
 struct EpSplitRow {
-  std::string scenario;
-  std::string phase;  // "dispatch" or "combine"
+  tracing::EpScenarioKind scenario = tracing::EpScenarioKind::kRouted;
+  tracing::EpPhase phase = tracing::EpPhase::kDispatch;
   int exchanges = 0;  // traced exchanges (each on every rank)
   // Per exchange, the slowest rank's interval; over exchanges, the summary. An interval a rank's
   // records lack (see EpSplit::warnings) counts on the ranks that have it.
@@ -52,7 +52,7 @@ std::optional<EpSplit> ep_split(const tracing::EpMeasurement& measured);
 
 // The diagnosis lines the split supports for `scenario` (the routed traffic): a phase the host
 // cannot enqueue as fast as the GPU runs it (the untraced enqueue against the traced kernel).
-std::vector<std::string> ep_split_findings(const EpSplit& split, const std::string& scenario);
+std::vector<std::string> ep_split_findings(const EpSplit& split, tracing::EpScenarioKind scenario);
 
 // The traced pass as a Chrome/Perfetto trace (reports/trace/chrome_trace.hpp), each exchange's host
 // spans named by its traffic and phase ("enqueue routed dispatch #42"). Empty of events when the

@@ -31,9 +31,12 @@ std::string header(const tracing::TraceReport& r) {
   out += fmt::format(
       "commtool trace {}: {} {}, {}{}, {} rank(s), {} communicator; NCCL {} ({}); {} measured "
       "operations per size and mode after {} warm-up\n",
-      m.collective, m.dtype, m.op, m.inplace ? "in-place" : "out-of-place",
-      (m.collective == "broadcast" || m.collective == "reduce") ? fmt::format(", root {}", m.root)
-                                                                : "",
+      to_string(m.collective), to_string(m.dtype), to_string(m.op),
+      m.inplace ? "in-place" : "out-of-place",
+      (m.collective == tracing::Collective::kBroadcast ||
+       m.collective == tracing::Collective::kReduce)
+          ? fmt::format(", root {}", m.root)
+          : "",
       m.nranks, nccl::to_string(m.comm), m.nccl_version, m.nccl_library, m.iters, m.warmup);
   for (const std::string& g : r.gpus)
     out += "  " + g + "\n";
@@ -227,9 +230,9 @@ json trace_to_json(const tracing::TraceReport& r) {
   }
   return {{"schema_version", 1},
           {"command", "trace"},
-          {"collective", r.meta.collective},
-          {"dtype", r.meta.dtype},
-          {"op", r.meta.op},
+          {"collective", to_string(r.meta.collective)},
+          {"dtype", to_string(r.meta.dtype)},
+          {"op", to_string(r.meta.op)},
           {"inplace", r.meta.inplace},
           {"root", r.meta.root},
           {"nranks", r.meta.nranks},

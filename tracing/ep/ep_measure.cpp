@@ -31,13 +31,56 @@ void require_square(const ByteMatrix& m, int n, const std::string& what) {
   if (!ok) throw Error(ExitCode::kUsage, fmt::format("{}: not a {}x{} matrix", what, n, n));
 }
 
+EpScenarioKind scenario_named(const std::string& name) {
+  if (auto k = parse_ep_scenario(name)) return *k;
+  throw usage_error(fmt::format("scenario \"{}\": expected routed, uniform or replicated", name));
+}
+
+EpPhase phase_named(const std::string& name) {
+  if (auto p = parse_ep_phase(name)) return *p;
+  throw usage_error(fmt::format("phase \"{}\": expected dispatch or combine", name));
+}
+
 }  // namespace
+
+const char* to_string(EpScenarioKind k) {
+  switch (k) {
+    case EpScenarioKind::kRouted:
+      return "routed";
+    case EpScenarioKind::kUniform:
+      return "uniform";
+    case EpScenarioKind::kReplicated:
+      return "replicated";
+  }
+  return "?";
+}
+
+const char* to_string(EpPhase p) {
+  return p == EpPhase::kDispatch ? "dispatch" : "combine";
+}
+
+std::optional<EpScenarioKind> parse_ep_scenario(const std::string& name) {
+  for (EpScenarioKind k :
+       {EpScenarioKind::kRouted, EpScenarioKind::kUniform, EpScenarioKind::kReplicated}) {
+    if (name == to_string(k)) return k;
+  }
+  return std::nullopt;
+}
+
+std::optional<EpPhase> parse_ep_phase(const std::string& name) {
+  for (EpPhase p : {EpPhase::kDispatch, EpPhase::kCombine}) {
+    if (name == to_string(p)) return p;
+  }
+  return std::nullopt;
+}
 
 json to_json(const EpRankTrace& t) {
   json exchanges = json::array();
   for (const EpTracedExchange& e : t.exchanges) {
-    exchanges.push_back(
-        {{"seq", e.seq}, {"scenario", e.scenario}, {"phase", e.phase}, {"us", e.time_us}});
+    exchanges.push_back({{"seq", e.seq},
+                         {"scenario", to_string(e.scenario)},
+                         {"phase", to_string(e.phase)},
+                         {"us", e.time_us}});
   }
   return {{"rank", t.rank},
           {"exchanges", exchanges},
@@ -50,8 +93,9 @@ EpRankTrace ep_rank_trace_from_json(const json& j) {
   try {
     t.rank = j.at("rank").get<int>();
     for (const json& e : j.at("exchanges")) {
-      t.exchanges.push_back({e.at("seq").get<uint64_t>(), e.at("scenario").get<std::string>(),
-                             e.at("phase").get<std::string>(), e.at("us").get<double>()});
+      t.exchanges.push_back(
+          {e.at("seq").get<uint64_t>(), scenario_named(e.at("scenario").get<std::string>()),
+           phase_named(e.at("phase").get<std::string>()), e.at("us").get<double>()});
     }
     t.clock_note = j.at("clock_note").get<std::string>();
     t.records = parse_records(j.at("records").get_ref<const std::string&>(),
@@ -73,9 +117,10 @@ EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
 
   json scenarios = json::array();
   for (const EpScenario& s : q.scenarios) {
-    require_square(s.dispatch, n, s.name + " dispatch");
-    require_square(s.combine, n, s.name + " combine");
-    scenarios.push_back({{"name", s.name}, {"dispatch", s.dispatch}, {"combine", s.combine}});
+    require_square(s.dispatch, n, fmt::format("{} dispatch", to_string(s.kind)));
+    require_square(s.combine, n, fmt::format("{} combine", to_string(s.kind)));
+    scenarios.push_back(
+        {{"name", to_string(s.kind)}, {"dispatch", s.dispatch}, {"combine", s.combine}});
   }
   json gpus = json::array();
   for (const topo::Gpu& g : placement.gpu)
@@ -98,7 +143,7 @@ EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
   m.nccl_library = lib.path();
   for (const EpScenario& s : q.scenarios) {
     EpScenarioTimes t;
-    t.name = s.name;
+    t.kind = s.kind;
     for (PhaseTimes* p : {&t.dispatch, &t.combine}) {
       p->rank_us.resize(static_cast<size_t>(n));
       p->rank_enqueue_us.resize(static_cast<size_t>(n));
@@ -111,11 +156,16 @@ EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
                                  r.at("bus_id").get<std::string>(),
                                  r.at("gpu_name").get<std::string>()));
     for (const json& times : r.at("times")) {
-      const std::string name = times.at("scenario").get<std::string>();
+      const EpScenarioKind kind = scenario_named(times.at("scenario").get<std::string>());
       auto it = std::find_if(m.scenarios.begin(), m.scenarios.end(),
-                             [&](const EpScenarioTimes& s) { return s.name == name; });
-      PhaseTimes& phase =
-          times.at("phase").get<std::string>() == "dispatch" ? it->dispatch : it->combine;
+                             [&](const EpScenarioTimes& s) { return s.kind == kind; });
+      if (it == m.scenarios.end()) {
+        throw Error(ExitCode::kUsage, fmt::format("rank {}: times of {}, a scenario not asked for",
+                                                  rank, to_string(kind)));
+      }
+      PhaseTimes& phase = phase_named(times.at("phase").get<std::string>()) == EpPhase::kDispatch
+                              ? it->dispatch
+                              : it->combine;
       phase.rank_us.at(rank) = times.at("us").get<std::vector<double>>();
       phase.rank_enqueue_us.at(rank) = times.at("enqueue_us").get<std::vector<double>>();
     }

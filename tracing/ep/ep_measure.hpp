@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,19 @@ inline constexpr int kMaxExchangeRanks = 64;
 
 using ByteMatrix = std::vector<std::vector<uint64_t>>;  // [source rank][destination rank]
 
+// What a scenario's traffic is: the routing as given, the same bytes spread evenly, and the
+// routing after replicating the hottest experts. Named in that order in every report.
+enum class EpScenarioKind { kRouted, kUniform, kReplicated };
+enum class EpPhase { kDispatch, kCombine };
+
+const char* to_string(EpScenarioKind k);  // "routed", "uniform", "replicated"
+const char* to_string(EpPhase p);         // "dispatch", "combine"
+// The names above back into kinds (task JSON and worker results); nullopt for any other name.
+std::optional<EpScenarioKind> parse_ep_scenario(const std::string& name);
+std::optional<EpPhase> parse_ep_phase(const std::string& name);
+
 struct EpScenario {
-  std::string name;     // "routed", "uniform", "replicated", ...
+  EpScenarioKind kind = EpScenarioKind::kRouted;
   ByteMatrix dispatch;  // bytes each rank sends each rank
   ByteMatrix combine;   // and what comes back (usually the transpose, in the combine dtype)
 };
@@ -49,7 +61,7 @@ struct PhaseTimes {
 };
 
 struct EpScenarioTimes {
-  std::string name;
+  EpScenarioKind kind = EpScenarioKind::kRouted;
   PhaseTimes dispatch, combine;
 };
 
@@ -57,8 +69,8 @@ struct EpScenarioTimes {
 // records, which scenario and phase it was, and its CUDA-event time (traced).
 struct EpTracedExchange {
   uint64_t seq = 0;
-  std::string scenario;
-  std::string phase;  // "dispatch" or "combine"
+  EpScenarioKind scenario = EpScenarioKind::kRouted;
+  EpPhase phase = EpPhase::kDispatch;
   double time_us = 0;
 };
 

@@ -38,8 +38,10 @@ uint64_t total(const std::vector<uint64_t>& v) {
 }
 
 struct Phase {
-  std::string scenario, name;
+  EpScenarioKind scenario;
+  EpPhase phase;
   ExchangeCounts counts;
+  std::string label() const { return fmt::format("{} {}", to_string(scenario), to_string(phase)); }
 };
 
 // Turns over the phases, `warmup` unmeasured then `iters` measured: round-robin, so that clock
@@ -55,12 +57,12 @@ std::vector<std::vector<ExchangeSample>> run_turns(
     for (size_t k = 0; k < phases.size(); ++k, ++seq) {
       const Phase& p = phases[k];
       ctx.comm.barrier();  // the ranks start together
-      const std::string what = fmt::format("{} {} #{}", p.scenario, p.name, seq);
+      const std::string what = fmt::format("{} #{}", p.label(), seq);
       const bool measured = i >= warmup;
       OperationMark mark = ids ? *ids : OperationMark{};
       mark.seq = seq;
-      const ExchangeSample s = runner.run(p.counts, seq, p.scenario + " " + p.name, what,
-                                          ids != nullptr && measured ? &mark : nullptr);
+      const ExchangeSample s =
+          runner.run(p.counts, seq, p.label(), what, ids != nullptr && measured ? &mark : nullptr);
       if (s.wrong_bytes != 0) {
         throw Error(ExitCode::kVerification,
                     fmt::format("rank {}: {}: {} received byte(s) differ from what their senders "
@@ -71,7 +73,7 @@ std::vector<std::vector<ExchangeSample>> run_turns(
       samples[k].push_back(s);
       if (ids != nullptr) {
         marks.push_back(mark);
-        traced.push_back({seq, p.scenario, p.name, s.time_us});
+        traced.push_back({seq, p.scenario, p.phase, s.time_us});
       }
     }
   }
@@ -96,8 +98,10 @@ json run_ep(workers::WorkerContext& ctx, const json& task) {
   uint64_t max_send = 0, max_recv = 0;
   for (const json& s : task.at("scenarios")) {
     const std::string name = s.at("name").get<std::string>();
-    for (const char* phase : {"dispatch", "combine"}) {
-      Phase p{name, phase, counts_for(s.at(phase).get<Matrix>(), ctx.rank)};
+    const std::optional<EpScenarioKind> kind = parse_ep_scenario(name);
+    if (!kind) throw usage_error(fmt::format("scenario \"{}\": not one the ep task runs", name));
+    for (EpPhase phase : {EpPhase::kDispatch, EpPhase::kCombine}) {
+      Phase p{*kind, phase, counts_for(s.at(to_string(phase)).get<Matrix>(), ctx.rank)};
       max_send = std::max(max_send, total(p.counts.send_bytes));
       max_recv = std::max(max_recv, total(p.counts.recv_bytes));
       phases.push_back(std::move(p));
@@ -133,8 +137,8 @@ json run_ep(workers::WorkerContext& ctx, const json& task) {
       us.push_back(s.time_us);
       enqueue_us.push_back(s.host_enqueue_us);
     }
-    times.push_back({{"scenario", phases[k].scenario},
-                     {"phase", phases[k].name},
+    times.push_back({{"scenario", to_string(phases[k].scenario)},
+                     {"phase", to_string(phases[k].phase)},
                      {"us", us},
                      {"enqueue_us", enqueue_us}});
   }

@@ -350,7 +350,7 @@ StreamScopeSample CollectiveRunner::run_scope(uint64_t bytes, CompletionMode mod
                                               uint64_t seq, uint64_t sleep_ns) {
   const BufferLayout l = buffer_layout(spec_.collective, spec_.dtype, bytes, nranks_);
   const uint32_t seed = seed_of(seq);
-  const std::string what = describe(seq, bytes, mode) + " with --stream-scope";
+  const std::string what = describe(seq, bytes, mode) + " (a stream-scope sample)";
   *static_cast<volatile unsigned long long*>(wrong_.get()) = 0;
 
   launch_gpu_sleep(producer_.get(), sleep_ns);

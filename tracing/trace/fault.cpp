@@ -39,10 +39,10 @@ bool parse_number(const std::string& text, T& out) {
 
 Fault parse_fault(const std::string& text) {
   auto bad = [&](const std::string& why) {
-    return usage_error(
-        fmt::format("--inject-fault {}: {}; accepted: die:RANK:SEQ, no-join:RANK, stall:RANK:SEQ, "
-                    "mismatch:RANK:SEQ",
-                    text, why));
+    return bad_value("fault", text,
+                     why +
+                         "; accepted: die:RANK:SEQ, no-join:RANK, stall:RANK:SEQ, "
+                         "mismatch:RANK:SEQ");
   };
   if (text.empty()) throw bad("it is empty");
   // Split on every ':', keeping empty fields (a trailing colon is a field too many).

@@ -41,14 +41,22 @@ T get(const json& j, const char* key) {
   }
 }
 
+// A name the file holds under `key`, parsed; an unknown one is an error naming it, never a
+// default that would analyse the run as something it was not.
+template <class T, class Parse>
+T named(const json& j, const char* key, Parse parse, const char* accepted) {
+  const std::string text = get<std::string>(j, key);
+  if (std::optional<T> value = parse(text)) return *value;
+  throw usage_error(fmt::format("\"{}\": \"{}\" is not one of {}", key, text, accepted));
+}
+
+CompletionMode mode_named(const std::string& text) {
+  if (std::optional<CompletionMode> m = parse_completion_mode(text)) return *m;
+  throw usage_error(fmt::format("\"mode\": \"{}\" is not one of {}", text, kCompletionModeNames));
+}
+
 CompletionMode get_mode(const json& j) {
-  std::string text = get<std::string>(j, "mode");
-  try {
-    return parse_completion_mode(text);
-  } catch (const Error&) {  // its message names --mode, not a file's key
-    throw usage_error(fmt::format(
-        "\"mode\": \"{}\" is not one of sync, async-wait, device-sync, blocking-wait", text));
-  }
+  return named<CompletionMode>(j, "mode", parse_completion_mode, kCompletionModeNames);
 }
 
 // Runs parse over every element of j[key], naming the element in any error.
@@ -177,7 +185,7 @@ void check_save_target(const fs::path& dir) {
 
 void write_file(const fs::path& path, const std::string& content) {
   try {
-    reports::write_atomically(path.string(), content, "--save");
+    files::write_atomically(path.string(), content, "saved run file");
   } catch (const Error& e) {
     throw Error(ExitCode::kEnvironment, fmt::format("cannot save the run: {}", e.what()));
   }
@@ -226,15 +234,18 @@ RankRun rank_run_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const RunMeta& m) {
-  return {{"collective", m.collective},
-          {"dtype", m.dtype},
-          {"op", m.op},
+  json modes = json::array();
+  for (CompletionMode mode : m.modes)
+    modes.push_back(to_string(mode));
+  return {{"collective", to_string(m.collective)},
+          {"dtype", to_string(m.dtype)},
+          {"op", to_string(m.op)},
           {"inplace", m.inplace},
           {"root", m.root},
           {"nranks", m.nranks},
           {"comm", nccl::to_string(m.comm)},
           {"sizes", m.sizes},
-          {"modes", m.modes},
+          {"modes", modes},
           {"poll_ms", m.poll_ms},
           {"iters", m.iters},
           {"warmup", m.warmup},
@@ -252,9 +263,13 @@ nlohmann::json to_json(const RunMeta& m) {
 
 RunMeta run_meta_from_json(const nlohmann::json& j) {
   RunMeta m;
-  m.collective = get<std::string>(j, "collective");
-  m.dtype = get<std::string>(j, "dtype");
-  m.op = get<std::string>(j, "op");
+  m.collective = named<Collective>(j, "collective", parse_collective,
+                                   "allreduce, allgather, reducescatter, broadcast, reduce, "
+                                   "alltoall, sendrecv");
+  m.dtype = named<DataType>(j, "dtype", parse_data_type,
+                            "int8, uint8, int32, uint32, int64, uint64, half, float, double, "
+                            "bfloat16");
+  m.op = named<ReduceOp>(j, "op", parse_reduce_op, "sum, prod, min, max, avg");
   m.inplace = get<bool>(j, "inplace");
   m.root = get<int>(j, "root");
   m.nranks = get<int>(j, "nranks");
@@ -268,7 +283,8 @@ RunMeta run_meta_from_json(const nlohmann::json& j) {
     m.comm = *mode;
   }
   m.sizes = get<std::vector<uint64_t>>(j, "sizes");
-  m.modes = get<std::vector<std::string>>(j, "modes");
+  for (const std::string& mode : get<std::vector<std::string>>(j, "modes"))
+    m.modes.push_back(mode_named(mode));
   m.poll_ms = get<int>(j, "poll_ms");
   m.iters = get<int>(j, "iters");
   m.warmup = get<int>(j, "warmup");

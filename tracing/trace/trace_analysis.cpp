@@ -194,7 +194,7 @@ std::vector<SplitRow> split_rows(const TraceRun& run, TraceReport& report) {
   }
   // Sizes in sweep order, modes in the order asked.
   auto mode_rank = [&](CompletionMode m) {
-    auto it = std::find(run.meta.modes.begin(), run.meta.modes.end(), to_string(m));
+    auto it = std::find(run.meta.modes.begin(), run.meta.modes.end(), m);
     return it - run.meta.modes.begin();
   };
   std::stable_sort(rows.begin(), rows.end(), [&](const SplitRow& a, const SplitRow& b) {
@@ -238,8 +238,8 @@ std::vector<ScopeRow> scope_rows(const TraceRun& run) {
 TraceReport analyse(const TraceRun& run) {
   TraceReport report;
   report.meta = run.meta;
-  const Collective c = parse_collective(run.meta.collective).value_or(Collective::kAllReduce);
-  const DataType t = parse_data_type(run.meta.dtype).value_or(DataType::kFloat32);
+  const Collective c = run.meta.collective;
+  const DataType t = run.meta.dtype;
   std::vector<std::string> bus_ids;
   for (const RankRun& r : run.ranks)
     bus_ids.push_back(r.bus_id);

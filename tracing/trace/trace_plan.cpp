@@ -65,27 +65,16 @@ std::string host_name() {
 
 RunMeta meta_from(const TraceRequest& q, const nccl::Library& lib, int nranks) {
   RunMeta m;
-  m.collective = to_string(q.collective);
-  m.dtype = to_string(q.dtype);
-  m.op = to_string(q.op);
-  m.inplace = q.inplace;
-  m.root = q.root;
+  static_cast<TraceSettings&>(m) = q;
+  m.untraced_pass = q.cupti && q.untraced_pass;
   m.nranks = nranks;
-  m.comm = q.comm;
-  m.sizes = q.sizes;
   for (const ModeRequest& r : q.modes) {
-    const std::string name = to_string(r.mode);
-    if (std::find(m.modes.begin(), m.modes.end(), name) == m.modes.end()) m.modes.push_back(name);
-  }
-  for (const ModeRequest& r : q.modes) {
+    if (std::find(m.modes.begin(), m.modes.end(), r.mode) == m.modes.end()) {
+      m.modes.push_back(r.mode);
+    }
     if (r.mode == CompletionMode::kBlockingWait) m.poll_ms = r.poll_ms;
   }
-  m.iters = q.iters;
-  m.warmup = q.warmup;
-  m.cupti = q.cupti;
-  m.untraced_pass = q.cupti && q.untraced_pass;
-  m.scope_samples = q.scope_samples;
-  m.scope_sleep_ms = q.scope_samples > 0 ? q.scope_sleep_ms : 0;
+  if (q.scope_samples == 0) m.scope_sleep_ms = 0;
   for (uint64_t b : q.sizes)
     m.scope_bytes = q.scope_samples > 0 ? std::max(m.scope_bytes, b) : 0;
   m.nccl_version = lib.version_string();
@@ -159,9 +148,9 @@ std::vector<uint64_t> effective_sizes(const TraceRequest& q, int nranks) {
       uint64_t need = type_size(q.dtype);
       const BufferLayout one = buffer_layout(q.collective, q.dtype, need, nranks);
       if (std::min(one.send_elements, one.recv_elements) == 0) need *= nranks;
-      throw usage_error(fmt::format(
-          "size {} bytes: {} of {} at {} rank(s) needs at least {} bytes; raise --minbytes", bytes,
-          to_string(q.collective), to_string(q.dtype), nranks, need));
+      throw bad_value("sizes", std::to_string(bytes),
+                      fmt::format("{} of {} at {} rank(s) needs at least {} bytes",
+                                  to_string(q.collective), to_string(q.dtype), nranks, need));
     }
     if (out.empty() || out.back() != effective) out.push_back(effective);
   }
@@ -174,19 +163,20 @@ TraceRequest plan_for(const TraceRequest& request, int nranks) {
   TraceRequest q = request;
   if ((q.collective == Collective::kBroadcast || q.collective == Collective::kReduce) &&
       q.root >= nranks) {
-    throw usage_error(
-        fmt::format("--root {}: must name a rank below {}, the number of GPUs", q.root, nranks));
+    throw bad_value("root", std::to_string(q.root),
+                    fmt::format("must name a rank below {}, the number of ranks", nranks));
   }
   if (values::reduces(q.collective) && q.check && nranks > max_exact_ranks(q.dtype, q.op)) {
-    throw usage_error(fmt::format(
-        "--dtype {} --op {} at {} ranks: the exact result can exceed what {} holds above {} "
-        "ranks, so the output could not be checked; use a wider --dtype",
-        to_string(q.dtype), to_string(q.op), nranks, to_string(q.dtype),
-        max_exact_ranks(q.dtype, q.op)));
+    throw bad_value(
+        "dtype", to_string(q.dtype),
+        fmt::format("with {} at {} ranks the exact result can exceed what {} holds above {} "
+                    "ranks, so the output could not be checked; use a wider type",
+                    to_string(q.op), nranks, to_string(q.dtype), max_exact_ranks(q.dtype, q.op)));
   }
   if (q.fault && q.fault->rank >= nranks) {
-    throw usage_error(fmt::format("--inject-fault {}: rank {} does not exist; ranks are 0 to {}",
-                                  to_string(*q.fault), q.fault->rank, nranks - 1));
+    throw bad_value(
+        "fault", to_string(*q.fault),
+        fmt::format("rank {} does not exist; ranks are 0 to {}", q.fault->rank, nranks - 1));
   }
   q.sizes = effective_sizes(q, nranks);
   return q;

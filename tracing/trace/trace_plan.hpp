@@ -19,26 +19,14 @@ struct ModeRequest {
   int poll_ms;  // blocking-wait only
 };
 
-struct TraceRequest {
+// The settings (trace_run.hpp) and how to run them here.
+struct TraceRequest : TraceSettings {
   std::string executable = "/proc/self/exe";
-  Collective collective = Collective::kAllReduce;
-  DataType dtype = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  bool inplace = false;
-  int root = 0;
   bool check = true;
-  std::vector<uint64_t> sizes;
   std::vector<ModeRequest> modes;
-  int iters = 20;
-  int warmup = 5;
-  bool cupti = true;
-  bool untraced_pass = true;
-  int scope_samples = 0;  // --stream-scope samples per mode; 0: off
-  double scope_sleep_ms = 100;
   std::vector<int> devices;  // GPU of each rank, repeats allowed (ranks sharing a GPU); empty: all
   double timeout_s = 60;
-  nccl::CommMode comm = nccl::CommMode::kBlocking;
-  std::optional<Fault> fault;  // --inject-fault
+  std::optional<Fault> fault;  // one rank misbehaves on purpose
 };
 
 // The request as it can run at `nranks` ranks: sizes in whole elements, a multiple of nranks

@@ -20,15 +20,12 @@ std::string to_string(CompletionMode m) {
   return "?";
 }
 
-CompletionMode parse_completion_mode(const std::string& text) {
+std::optional<CompletionMode> parse_completion_mode(const std::string& text) {
   for (CompletionMode m : {CompletionMode::kSync, CompletionMode::kAsyncWait,
                            CompletionMode::kDeviceSync, CompletionMode::kBlockingWait}) {
     if (text == to_string(m)) return m;
   }
-  throw usage_error(
-      fmt::format("--mode {}: not a completion mode; accepted: sync, async-wait, device-sync, "
-                  "blocking-wait, all",
-                  text));
+  return std::nullopt;
 }
 
 }  // namespace commtool::tracing

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "probes/base/nccl/communicator.hpp"
+#include "tracing/collectives/collective_data.hpp"
+#include "tracing/collectives/collectives.hpp"
 #include "tracing/cupti/records.hpp"
 #include "tracing/profiler/collective_record.hpp"
 
@@ -58,26 +61,31 @@ struct RankRun {
   std::string clock_note;                             // how CUPTI and host clocks were joined
 };
 
-struct RunMeta {
-  std::string collective;  // tracing::to_string(Collective)
-  std::string dtype;       // nccl-tests' names: float, half, bfloat16, ...
-  std::string op;          // sum, prod, min, max, avg
+// What a trace run was asked to do: the request carries it in (trace_plan.hpp) and the run's
+// metadata keeps it (a saved run, re-analysed elsewhere, reads it back), one copy, typed.
+struct TraceSettings {
+  Collective collective = Collective::kAllReduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
   bool inplace = false;
   int root = 0;
-  int nranks = 1;
-  // How the communicators were created. Runs saved before commtool recorded it were
-  // non-blocking, which is what a missing field reads as.
   nccl::CommMode comm = nccl::CommMode::kBlocking;
   std::vector<uint64_t> sizes;
-  std::vector<std::string> modes;  // as given to --mode, expanded
-  int poll_ms = 10;
-  int iters = 0;
-  int warmup = 0;
+  int iters = 20;
+  int warmup = 5;
   bool cupti = true;
-  bool untraced_pass = true;  // ran each size untraced too, for the ratio
-  int scope_samples = 0;      // --stream-scope samples per mode; 0: not run
-  double scope_sleep_ms = 0;  // the GPU sleep ahead of each of them
-  uint64_t scope_bytes = 0;   // the size they ran at (the sweep's largest)
+  bool untraced_pass = true;    // each size untraced too, for the traced/untraced ratio
+  int scope_samples = 0;        // stream-scope samples per mode; 0: not run
+  double scope_sleep_ms = 100;  // the GPU sleep ahead of each of them
+};
+
+// The settings as the run ran them (a run without CUPTI has no untraced pass; without scope
+// samples no sleep) and what it found on the machine.
+struct RunMeta : TraceSettings {
+  int nranks = 1;
+  std::vector<CompletionMode> modes;  // as asked, each once
+  int poll_ms = 10;                   // blocking-wait's
+  uint64_t scope_bytes = 0;           // the size the scope samples ran at (the sweep's largest)
   std::string nccl_version;
   std::string nccl_library;
   std::string commtool_version;  // version and git commit of the build
@@ -91,7 +99,8 @@ struct TraceRun {
 };
 
 std::string to_string(CompletionMode m);  // "sync", "async-wait", "device-sync", "blocking-wait"
-// Throws usage_error naming the value and the accepted ones.
-CompletionMode parse_completion_mode(const std::string& text);
+// The names of to_string back; nullopt for anything else.
+std::optional<CompletionMode> parse_completion_mode(const std::string& text);
+inline constexpr const char* kCompletionModeNames = "sync, async-wait, device-sync, blocking-wait";
 
 }  // namespace commtool::tracing

@@ -59,7 +59,7 @@ TaskOptions options_from(const json& t, int rank) {
   o.sizes = t.at("sizes").get<std::vector<uint64_t>>();
   for (const json& m : t.at("modes")) {
     o.modes.push_back(
-        {parse_completion_mode(m.at("mode").get<std::string>()), m.at("poll_ms").get<int>()});
+        {*parse_completion_mode(m.at("mode").get<std::string>()), m.at("poll_ms").get<int>()});
   }
   o.iters = t.at("iters").get<int>();
   o.warmup = t.at("warmup").get<int>();
