@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/device_list.hpp"
+#include "cli/option_names.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/output_file.hpp"
 
@@ -26,18 +27,13 @@ void emit(const GlobalOptions& global, const std::string& document) {
   if (global.output.empty()) {
     std::cout << document << std::flush;
   } else {
-    reports::write_atomically(global.output, document);
+    files::write_atomically(global.output, document, "--output");
   }
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"commtool: why GPU communication on this machine is slow or stuck", "commtool"};
-  app.footer(kExitCodeHelp);
-  app.fallthrough();  // global options may follow the subcommand: commtool topo --json
-  app.require_subcommand(0, 1);
+namespace {
 
-  GlobalOptions global;
-  bool version = false;
+void add_global_options(CLI::App& app, GlobalOptions& global, bool& version) {
   app.add_flag("--version", version,
                "Print commtool's version and the CUDA, driver, NCCL and CUPTI versions found");
   app.add_flag("--json", global.json, "Print one JSON document (with schema_version)");
@@ -63,6 +59,19 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
   app.add_flag("-v,--verbose", global.verbose, "Say what is being done and how long it took");
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{"commtool: why GPU communication on this machine is slow or stuck", "commtool"};
+  app.footer(kExitCodeHelp);
+  app.fallthrough();  // global options may follow the subcommand: commtool topo --json
+  app.require_subcommand(0, 1);
+
+  GlobalOptions global;
+  bool version = false;
+  add_global_options(app, global, version);
 
   Runner topo = register_topo(app, global);
   Runner probe = register_probe(app, global);
@@ -94,13 +103,16 @@ int run(int argc, char** argv) {
           "--comm {}: not a communicator mode; accepted: blocking, nonblocking", global.comm));
     }
     global.comm_mode = *comm;
-    if (!global.output.empty()) reports::check_writable(global.output);
+    if (!global.output.empty()) files::check_writable(global.output, "--output");
     if (app.got_subcommand("topo")) return topo();
     if (app.got_subcommand("probe")) return probe();
     if (app.got_subcommand("trace")) return trace();
     if (app.got_subcommand("report")) return report();
     if (app.got_subcommand("diagnose")) return diagnose();
     return static_cast<int>(ExitCode::kUsage);
+  } catch (const BadValue& e) {
+    std::cerr << "commtool: " << user_message(e) << "\n";
+    return static_cast<int>(e.code());
   } catch (const Error& e) {
     std::cerr << "commtool: " << e.what() << "\n";
     return static_cast<int>(e.code());

@@ -22,6 +22,9 @@ struct TopoOptions {
 };
 
 int run_topo(const GlobalOptions& global, const TopoOptions& options) {
+  if (!options.nccl_xml.empty() && !options.sysfs_root.empty()) {
+    throw usage_error("--nccl-xml and --sysfs-root both name a machine to read; give one");
+  }
   using Clock = std::chrono::steady_clock;
   // Driver queries can hang on a sick GPU; --timeout bounds the whole discovery.
   Watchdog watchdog("topo", std::chrono::duration<double>(global.timeout_s));

@@ -112,10 +112,11 @@ TEST(EpSkew, ParsesTheThreeForms) {
   EXPECT_EQ(to_string(h), "hot:4:0.75");
 }
 
+// Named by the request field; the CLI prints --skew in its place (cli/option_names.cpp).
 TEST(EpSkew, BadValuesAreNamedWithWhatIsAccepted) {
   auto parse = [](const char* text) { return refusal([&] { parse_skew(text); }); };
   EXPECT_EQ(parse("zipf:-1"),
-            "--skew zipf:-1: S must be a number above 0 (accepted: uniform, zipf:S, hot:K:F)");
+            "skew zipf:-1: S must be a number above 0 (accepted: uniform, zipf:S, hot:K:F)");
   for (const char* bad : {"zipf:0", "zipf:", "zipf:x", "zipf:inf", "zipf:1.2x"})
     EXPECT_TRUE(has(parse(bad), "S must be a number above 0")) << bad;
   for (const char* bad : {"hot:0:0.5", "hot:-1:0.5", "hot:1.5:0.5", "hot::0.5"})
@@ -123,7 +124,7 @@ TEST(EpSkew, BadValuesAreNamedWithWhatIsAccepted) {
   for (const char* bad : {"hot:2:0", "hot:2:1", "hot:2:1.5", "hot:2:"})
     EXPECT_TRUE(has(parse(bad), "F must be a fraction")) << bad;
   EXPECT_TRUE(has(parse("hot:2"), "give both K and F"));
-  EXPECT_EQ(parse("gauss"), "--skew gauss: not a skew (accepted: uniform, zipf:S, hot:K:F)");
+  EXPECT_EQ(parse("gauss"), "skew gauss: not a skew (accepted: uniform, zipf:S, hot:K:F)");
 }
 
 TEST(EpSkew, HotExpertsMustBeFewerThanExperts) {
@@ -145,8 +146,9 @@ TEST(EpSkew, DrawProbabilitiesFollowTheDefinitions) {
 
 TEST(EpConfig, RefusesTopkAboveExpertsAndEmptySizes) {
   EXPECT_TRUE(has(refusal([] { check_config(config(2, 16, 4, 5, "uniform")); }),
-                  "--topk 5: must be between 1 and the expert count 4"));
-  EXPECT_TRUE(has(refusal([] { check_config(config(2, 0, 4, 2, "uniform")); }), "--tokens 0"));
+                  "topk 5: must be between 1 and the expert count 4"));
+  EXPECT_TRUE(has(refusal([] { check_config(config(2, 0, 4, 2, "uniform")); }),
+                  "tokens_per_rank 0: must be at least 1"));
   EXPECT_EQ(token_bytes(EpConfig{}).dispatch, 7168u * 2);
 }
 
@@ -533,7 +535,7 @@ TEST(EpReplication, ZeroIsTheInputAndOneRankHasNowhereToGo) {
 TEST(EpReplication, RefusesMoreThanTheExpertCount) {
   const Routing r = from_counts({4, 4}, 2, 2, 2);
   EXPECT_EQ(refusal([&] { plan_replication(r, contiguous_placement(2, 2), 3, {}); }),
-            "--replicate 3: must be between 0 and the expert count 2");
+            "replicate 3: must be between 0 and the expert count 2");
 }
 
 TEST(EpReplication, ReplicatingTheHottestLowersImbalanceOfAGeneratedRouting) {

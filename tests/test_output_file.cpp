@@ -33,7 +33,7 @@ struct TempDir {
 TEST(OutputFile, WritesTheWholeDocumentAndNothingElse) {
   TempDir dir;
   auto file = (dir.path / "r.json").string();
-  commtool::reports::write_atomically(file, "{\"a\": 1}\n");
+  commtool::files::write_atomically(file, "{\"a\": 1}\n", "--output");
   std::ifstream in(file);
   std::string text((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(text, "{\"a\": 1}\n");
@@ -44,7 +44,7 @@ TEST(OutputFile, ReplacesAnExistingFileWhole) {
   TempDir dir;
   auto file = (dir.path / "r.txt").string();
   std::ofstream(file) << "old and much longer content\n";
-  commtool::reports::write_atomically(file, "new\n");
+  commtool::files::write_atomically(file, "new\n", "--output");
   std::ifstream in(file);
   std::string text((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(text, "new\n");
@@ -52,7 +52,7 @@ TEST(OutputFile, ReplacesAnExistingFileWhole) {
 
 TEST(OutputFile, MissingDirectoryIsUsageErrorNamingIt) {
   try {
-    commtool::reports::check_writable("/nonexistent-commtool-dir/r.json");
+    commtool::files::check_writable("/nonexistent-commtool-dir/r.json", "--output");
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), commtool::ExitCode::kUsage);
@@ -62,13 +62,13 @@ TEST(OutputFile, MissingDirectoryIsUsageErrorNamingIt) {
 
 TEST(OutputFile, DirectoryAsOutputIsRejected) {
   TempDir dir;
-  EXPECT_THROW(commtool::reports::check_writable(dir.path.string()), Error);
+  EXPECT_THROW(commtool::files::check_writable(dir.path.string(), "--output"), Error);
 }
 
 TEST(OutputFile, UnwritableLocationIsUsageErrorAndLeavesNoFile) {
   // /proc refuses new files even to root, so this holds for CI (root) and developers alike.
   try {
-    commtool::reports::write_atomically("/proc/commtool-test.json", "x");
+    commtool::files::write_atomically("/proc/commtool-test.json", "x", "--output");
     FAIL() << "writing into /proc succeeded";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), commtool::ExitCode::kUsage);
@@ -87,7 +87,7 @@ TEST(OutputFile, FifoIsWrittenThroughNotReplaced) {
     std::ifstream in(fifo);
     received.assign(std::istreambuf_iterator<char>(in), {});
   });
-  commtool::reports::write_atomically(fifo.string(), "report\n");
+  commtool::files::write_atomically(fifo.string(), "report\n", "--output");
   reader.join();
   EXPECT_EQ(received, "report\n");
   EXPECT_TRUE(fs::is_fifo(fifo));

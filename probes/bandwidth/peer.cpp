@@ -1,7 +1,10 @@
+// GPU<->GPU probes (peer.hpp): copies and pointer chases between GPUs of one process through
+// peer access, and copies and flag ping-pong between worker processes through CUDA IPC.
 #include "probes/bandwidth/peer.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -18,16 +21,18 @@ namespace commtool::probe {
 
 namespace {
 
-void check_free_memory(const GpuPlacement& gpu, uint64_t needed, const char* probe) {
+// Each of these probes allocates two buffers of `bytes` (the probe size) on the GPU.
+void check_free_memory(const GpuPlacement& gpu, uint64_t bytes, const char* probe) {
+  const uint64_t needed = 2 * bytes;
   CUDA_TRY(cudaSetDevice(gpu.cuda_device));
   size_t free_bytes = 0, total = 0;
   CUDA_TRY(cudaMemGetInfo(&free_bytes, &total));
   if (needed > free_bytes) {
-    throw usage_error(
-        fmt::format("--size: the {} probe needs {:.1f} GiB on GPU {}, which has "
-                    "{:.1f} GiB free; give a smaller --size",
-                    probe, static_cast<double>(needed) / (1 << 30), gpu.index,
-                    static_cast<double>(free_bytes) / (1 << 30)));
+    throw bad_value("size", std::to_string(bytes),
+                    fmt::format("the {} probe needs {:.1f} GiB on GPU {}, which has {:.1f} GiB "
+                                "free; give a smaller size",
+                                probe, static_cast<double>(needed) / (1 << 30), gpu.index,
+                                static_cast<double>(free_bytes) / (1 << 30)));
   }
 }
 
@@ -77,7 +82,7 @@ std::vector<Measurement> probe_p2p_bandwidth(const std::vector<GpuPlacement>& gp
   };
   std::vector<Buffers> buffers;
   for (const GpuPlacement& g : gpus) {
-    check_free_memory(g, 2 * bytes, "p2p");
+    check_free_memory(g, bytes, "p2p");
     buffers.push_back({cuda::DeviceBuffer(bytes), cuda::DeviceBuffer(bytes)});
   }
   CopyRunner runner(run);
@@ -206,24 +211,19 @@ void require_p2p_between_all(workers::Communicator& comm, const GpuPlacement& gp
   }
 }
 
-}  // namespace
+// A rank's GPU index, for naming results, from the indices every rank shared.
+int gpu_of(const std::vector<std::string>& indices, int rank) {
+  return std::stoi(indices[static_cast<size_t>(rank)]);
+}
 
-std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlacement& gpu,
-                                   const IpcOptions& options) {
+// Bandwidth: each ordered pair in turn, CE and SM, one way and both ways at once; only the
+// writers work, the others wait at barriers. The writing rank `a` keeps the measurement.
+void measure_ipc_bandwidth(workers::Communicator& comm, const GpuPlacement& gpu,
+                           const IpcOptions& options, const cuda::IpcExchange& receives,
+                           const cuda::DeviceBuffer& send, const std::vector<std::string>& indices,
+                           std::vector<Measurement>& out) {
   const int rank = comm.rank();
   const int size = comm.size();
-  // Ranks' GPU indices, for naming results: everyone shares its own.
-  std::vector<std::string> indices = comm.allgather(std::to_string(gpu.index));
-  auto gpu_of = [&](int r) { return std::stoi(indices[static_cast<size_t>(r)]); };
-  require_p2p_between_all(comm, gpu, indices);
-
-  check_free_memory(gpu, 2 * options.bytes, "ipc");
-  CUDA_TRY(cudaSetDevice(gpu.cuda_device));
-  cuda::DeviceBuffer send(options.bytes), receive(options.bytes);
-  cuda::DeviceBuffer flags(kFlagStride * static_cast<size_t>(size));
-  CUDA_TRY(cudaMemset(flags.get(), 0, flags.bytes()));
-  cuda::IpcExchange receives(comm, receive.get());
-  cuda::IpcExchange flag_buffers(comm, flags.get());
   CopyRunner alone(options.run);
   // Both directions at once: the two writers meet at a barrier before every batch, so their
   // batches overlap; everybody else takes part in those barriers idle.
@@ -231,9 +231,6 @@ std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlaceme
   paired.before_release = [&comm] { comm.barrier(); };
   CopyRunner together(paired);
   const int batches = options.run.warmup + options.run.repeats;
-  std::vector<Measurement> out;
-
-  // Bandwidth: each ordered pair in turn; only the writer works, the others wait at barriers.
   for (int a = 0; a < size; ++a) {
     for (int b = 0; b < size; ++b) {
       if (a == b) continue;
@@ -258,8 +255,8 @@ std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlaceme
           auto gbps = (both ? together : alone).run({job})[0];
           if (rank == a) {
             out.push_back(make_measurement("ipc", both ? "write while reverse" : "write", e,
-                                           gpu_of(a), gpu_of(b), both, options.bytes,
-                                           options.run.iters, "GB/s", gbps));
+                                           gpu_of(indices, a), gpu_of(indices, b), both,
+                                           options.bytes, options.run.iters, "GB/s", gbps));
             out.back().src_rank = a;
             out.back().dst_rank = b;
           }
@@ -267,12 +264,45 @@ std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlaceme
       }
     }
   }
+}
 
-  // Flag ping-pong: each unordered pair; the lower rank initiates.
+// One timed flag ping-pong between this rank and `peer`, through the slot each signals the other
+// in; the lower rank initiates. r[0] gets the nanoseconds for all rounds; r[1], set here and
+// cleared by the kernel, stays nonzero if a flag never arrived.
+void run_flag_pingpong(workers::Communicator& comm, const IpcOptions& options,
+                       const cuda::Stream& stream, void* own_flags,
+                       const cuda::IpcExchange& flag_buffers, int peer, int epoch, uint64_t* r) {
+  const int rank = comm.rank();
+  const auto timeout_ns = static_cast<uint64_t>(options.run.timeout.count() * 1e9);
+  r[0] = 0;
+  r[1] = 1;
+  cuda::Event done;
+  cuda::launch_flag_pingpong(stream.get(), flag_slot(own_flags, peer),
+                             flag_slot(flag_buffers.at(peer), rank), options.pingpong_rounds, epoch,
+                             rank < peer, timeout_ns, r);
+  CUDA_TRY(cudaGetLastError());
+  CUDA_TRY(cudaEventRecord(done.get(), stream.get()));
+  cuda::wait_for_event(done, options.run.timeout,
+                       fmt::format("flag ping-pong rank {} <-> rank {}", std::min(rank, peer),
+                                   std::max(rank, peer)));
+  if (r[1] != 0) {
+    throw Error(ExitCode::kTimeout,
+                fmt::format("rank {}: flag ping-pong with rank {} stalled (a flag never "
+                            "arrived)",
+                            rank, peer));
+  }
+}
+
+// Flag ping-pong: each unordered pair; the lower rank initiates and keeps the measurement.
+void measure_flag_round_trips(workers::Communicator& comm, const IpcOptions& options,
+                              void* own_flags, const cuda::IpcExchange& flag_buffers,
+                              const std::vector<std::string>& indices,
+                              std::vector<Measurement>& out) {
+  const int rank = comm.rank();
+  const int size = comm.size();
   cuda::Stream stream;
   cuda::PinnedHostBuffer result(2 * sizeof(uint64_t), -1);
   auto* r = static_cast<uint64_t*>(result.get());
-  const auto timeout_ns = static_cast<uint64_t>(options.run.timeout.count() * 1e9);
   int epoch = 0;
   for (int a = 0; a < size; ++a) {
     for (int b = a + 1; b < size; ++b) {
@@ -282,34 +312,40 @@ std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlaceme
         epoch += options.pingpong_rounds;  // every rank advances it alike
         if (rank != a && rank != b) continue;
         const int peer = rank == a ? b : a;
-        r[0] = 0;
-        r[1] = 1;
-        cuda::Event done;
-        cuda::launch_flag_pingpong(stream.get(), flag_slot(flags.get(), peer),
-                                   flag_slot(flag_buffers.at(peer), rank), options.pingpong_rounds,
-                                   epoch, rank == a, timeout_ns, r);
-        CUDA_TRY(cudaGetLastError());
-        CUDA_TRY(cudaEventRecord(done.get(), stream.get()));
-        cuda::wait_for_event(done, options.run.timeout,
-                             fmt::format("flag ping-pong rank {} <-> rank {}", a, b));
-        if (r[1] != 0) {
-          throw Error(ExitCode::kTimeout,
-                      fmt::format("rank {}: flag ping-pong with rank {} stalled (a flag never "
-                                  "arrived)",
-                                  rank, peer));
-        }
+        run_flag_pingpong(comm, options, stream, own_flags, flag_buffers, peer, epoch, r);
         if (rank == a && rep >= 0) {
           samples.push_back(static_cast<double>(r[0]) / options.pingpong_rounds / 1e3);
         }
       }
       if (rank == a) {
-        out.push_back(make_measurement("ipc", "flag round trip", Engine::kSm, gpu_of(a), gpu_of(b),
-                                       false, sizeof(int), options.pingpong_rounds, "us", samples));
+        out.push_back(make_measurement("ipc", "flag round trip", Engine::kSm, gpu_of(indices, a),
+                                       gpu_of(indices, b), false, sizeof(int),
+                                       options.pingpong_rounds, "us", samples));
         out.back().src_rank = a;
         out.back().dst_rank = b;
       }
     }
   }
+}
+
+}  // namespace
+
+std::vector<Measurement> probe_ipc(workers::Communicator& comm, const GpuPlacement& gpu,
+                                   const IpcOptions& options) {
+  // Ranks' GPU indices, for naming results: everyone shares its own.
+  std::vector<std::string> indices = comm.allgather(std::to_string(gpu.index));
+  require_p2p_between_all(comm, gpu, indices);
+
+  check_free_memory(gpu, options.bytes, "ipc");
+  CUDA_TRY(cudaSetDevice(gpu.cuda_device));
+  cuda::DeviceBuffer send(options.bytes), receive(options.bytes);
+  cuda::DeviceBuffer flags(kFlagStride * static_cast<size_t>(comm.size()));
+  CUDA_TRY(cudaMemset(flags.get(), 0, flags.bytes()));
+  cuda::IpcExchange receives(comm, receive.get());
+  cuda::IpcExchange flag_buffers(comm, flags.get());
+  std::vector<Measurement> out;
+  measure_ipc_bandwidth(comm, gpu, options, receives, send, indices, out);
+  measure_flag_round_trips(comm, options, flags.get(), flag_buffers, indices, out);
   comm.barrier();  // nobody unmaps while a peer may still write
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace commtool {
 
@@ -28,6 +29,29 @@ class Error : public std::runtime_error {
 // Bad input: names the value and what is accepted.
 inline Error usage_error(const std::string& message) {
   return Error(ExitCode::kUsage, message);
+}
+
+// A bad value of one field of a request, named as the request names it ("tokens_per_rank"),
+// never as a user typed it: only the caller knows whether that was `--tokens 0`, a key in a file
+// or an argument of a library call. what() reads "tokens_per_rank 0: must be at least 1"; cli/
+// prints the same with the option's name in place of the field's (cli/app.cpp).
+class BadValue : public Error {
+ public:
+  BadValue(std::string field, std::string value, std::string why)
+      : Error(ExitCode::kUsage, field + " " + value + ": " + why),
+        field_(std::move(field)),
+        value_(std::move(value)),
+        why_(std::move(why)) {}
+  const std::string& field() const { return field_; }
+  const std::string& value() const { return value_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  std::string field_, value_, why_;
+};
+
+inline BadValue bad_value(std::string field, std::string value, std::string why) {
+  return BadValue(std::move(field), std::move(value), std::move(why));
 }
 
 }  // namespace commtool

@@ -13,7 +13,7 @@
 
 namespace fs = std::filesystem;
 
-namespace commtool::reports {
+namespace commtool::files {
 
 namespace {
 
@@ -22,25 +22,25 @@ std::string directory_of(const std::string& path) {
   return dir.empty() ? "." : dir.string();
 }
 
-Error write_error(const std::string& option, const std::string& path, const std::string& what,
+Error write_error(const std::string& role, const std::string& path, const std::string& what,
                   int err) {
-  return usage_error(option + " " + path + ": " + what + ": " + std::strerror(err));
+  return usage_error(role + " " + path + ": " + what + ": " + std::strerror(err));
 }
 
 }  // namespace
 
-void check_writable(const std::string& path, const std::string& option) {
-  if (path.empty()) throw usage_error(option + ": empty file name; give a path such as out.json");
+void check_writable(const std::string& path, const std::string& role) {
+  if (path.empty()) throw usage_error(role + ": empty file name; give a path such as out.json");
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    throw usage_error(option + " " + path + ": is a directory; give a file path");
+    throw usage_error(role + " " + path + ": is a directory; give a file path");
   }
   std::string dir = directory_of(path);
   if (!fs::is_directory(dir, ec)) {
-    throw usage_error(option + " " + path + ": directory " + dir + " does not exist");
+    throw usage_error(role + " " + path + ": directory " + dir + " does not exist");
   }
   if (access(dir.c_str(), W_OK) != 0)
-    throw write_error(option, path, "cannot write in " + dir, errno);
+    throw write_error(role, path, "cannot write in " + dir, errno);
 }
 
 namespace {
@@ -60,45 +60,45 @@ int write_all(int fd, const std::string& content) {
 }
 
 // /dev/stdout, a FIFO, a terminal: not files to replace. Write through them as they are.
-void write_through(const std::string& path, const std::string& content, const std::string& option) {
+void write_through(const std::string& path, const std::string& content, const std::string& role) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) throw write_error(option, path, "cannot open", errno);
+  if (fd < 0) throw write_error(role, path, "cannot open", errno);
   int err = write_all(fd, content);
   ::close(fd);
-  if (err != 0) throw write_error(option, path, "write failed", err);
+  if (err != 0) throw write_error(role, path, "write failed", err);
 }
 
 }  // namespace
 
 void write_atomically(const std::string& path, const std::string& content,
-                      const std::string& option) {
-  check_writable(path, option);
+                      const std::string& role) {
+  check_writable(path, role);
   std::error_code ec;
   if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
-    write_through(path, content, option);  // renaming over /dev/null would replace the device
+    write_through(path, content, role);  // renaming over /dev/null would replace the device
     return;
   }
   std::string pattern = (fs::path(directory_of(path)) / ".commtool-XXXXXX").string();
   std::vector<char> temp(pattern.begin(), pattern.end());
   temp.push_back('\0');
   int fd = mkstemp(temp.data());
-  if (fd < 0) throw write_error(option, path, "cannot create a temporary file", errno);
+  if (fd < 0) throw write_error(role, path, "cannot create a temporary file", errno);
   if (int err = write_all(fd, content); err != 0) {
     ::close(fd);
     ::unlink(temp.data());
-    throw write_error(option, path, "write failed", err);
+    throw write_error(role, path, "write failed", err);
   }
   // A report is small; fsync makes "renamed" mean "on disk" even after a crash.
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
     ::unlink(temp.data());
-    throw write_error(option, path, "cannot flush", err);
+    throw write_error(role, path, "cannot flush", err);
   }
   if (::chmod(temp.data(), 0644) != 0 || ::rename(temp.data(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(temp.data());
-    throw write_error(option, path, "cannot rename into place", err);
+    throw write_error(role, path, "cannot rename into place", err);
   }
 }
 
-}  // namespace commtool::reports
+}  // namespace commtool::files

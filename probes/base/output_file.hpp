@@ -4,16 +4,17 @@
 
 #include <string>
 
-namespace commtool::reports {
+namespace commtool::files {
+
+// `role` is what the path is to the user, as the caller knows it: the option that gave it
+// ("--trace") or what it holds ("saved run file"); every error message starts with it.
 
 // Fails early, before anything is measured, when the file cannot be created there: the
-// directory is missing or not writable, or the path is a directory. Throws usage_error naming
-// `option`, the option that gave the path ("--trace").
-void check_writable(const std::string& path, const std::string& option = "--output");
+// directory is missing or not writable, or the path is a directory. Throws usage_error.
+void check_writable(const std::string& path, const std::string& role);
 
-// Writes content to path atomically (temp + fsync + rename). Throws usage_error naming `option`
-// on failure and leaves no temp file behind.
-void write_atomically(const std::string& path, const std::string& content,
-                      const std::string& option = "--output");
+// Writes content to path atomically (temp + fsync + rename). Throws usage_error on failure and
+// leaves no temp file behind.
+void write_atomically(const std::string& path, const std::string& content, const std::string& role);
 
-}  // namespace commtool::reports
+}  // namespace commtool::files

@@ -43,7 +43,8 @@ Topology discover_live(const std::function<void(const char*)>& stage, bool ask_c
 
 Topology discover(const DiscoverOptions& options) {
   if (!options.nccl_xml.empty() && !options.sysfs_root.empty()) {
-    throw usage_error("--nccl-xml and --sysfs-root both name a machine to read; give one");
+    throw usage_error(
+        "an NCCL topology file and a sysfs tree both name a machine to read; give one");
   }
   auto stage = [&](const char* name) {
     if (options.on_stage) options.on_stage(name);
@@ -83,10 +84,11 @@ void select_gpus(Topology& topo, const std::vector<int>& indices) {
     bool present =
         std::any_of(topo.gpus.begin(), topo.gpus.end(), [&](const Gpu& g) { return g.index == i; });
     if (!present) {
-      throw usage_error(fmt::format(
-          "--devices: GPU {} does not exist here; {}", i,
-          topo.gpus.empty() ? std::string("no GPU was found")
-                            : fmt::format("GPUs are numbered 0 to {}", topo.gpus.size() - 1)));
+      throw bad_value("devices", std::to_string(i),
+                      fmt::format("GPU {} does not exist here; {}", i,
+                                  topo.gpus.empty() ? std::string("no GPU was found")
+                                                    : fmt::format("GPUs are numbered 0 to {}",
+                                                                  topo.gpus.size() - 1)));
     }
   }
   auto keep = [&](int i) { return std::find(indices.begin(), indices.end(), i) != indices.end(); };

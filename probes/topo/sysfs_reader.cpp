@@ -118,11 +118,9 @@ class Reader {
     std::error_code ec;
     if (!fs::is_directory(devices, ec)) {
       if (opt_.strict) {
-        throw usage_error(
-            fmt::format("--sysfs-root {}: no bus/pci/devices directory there; "
-                        "expected a sysfs tree such as /sys or a capture made by "
-                        "scripts/capture-sysfs.sh",
-                        opt_.root));
+        throw bad_value("sysfs_root", opt_.root,
+                        "no bus/pci/devices directory there; expected a sysfs tree such as /sys "
+                        "or a capture made by scripts/capture-sysfs.sh");
       }
       topo_.missing.push_back({"PCI devices", devices.string() + " is not readable"});
       return std::move(topo_);

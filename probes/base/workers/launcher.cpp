@@ -17,6 +17,7 @@
 
 #include "probes/base/workers/child_process.hpp"
 #include "probes/base/workers/placement.hpp"
+#include "probes/base/workers/private_socket.hpp"
 #include "probes/base/workers/progress_board.hpp"
 #include "probes/base/workers/progress_report.hpp"
 #include "probes/base/workers/rendezvous.hpp"
@@ -43,56 +44,6 @@ constexpr int kTickMs = 100;
 // stops it: enough for the worker's own timeout path (ncclCommAbort, its error message) to win
 // when it works.
 constexpr auto kStuckGrace = 1s;
-
-// --- The private directory that holds the socket: mode 0700, so only this user can connect ---
-
-class PrivateDir {
- public:
-  PrivateDir() {
-    const char* tmpdir = std::getenv("TMPDIR");
-    std::vector<std::string> bases;
-    if (tmpdir && *tmpdir) bases.emplace_back(tmpdir);
-    bases.emplace_back("/tmp");
-    for (const std::string& base : bases) {
-      std::string path = base + "/commtool-XXXXXX";
-      // A Unix socket's path must fit in sun_path (108 bytes); a deep $TMPDIR does not.
-      if (path.size() + std::strlen(kSocketName) + 1 >= sizeof(sockaddr_un::sun_path)) continue;
-      if (::mkdtemp(path.data())) {
-        path_ = path;
-        return;
-      }
-    }
-    throw Error(ExitCode::kEnvironment,
-                fmt::format("cannot create a directory for the worker socket under {}: {}",
-                            bases.front(), std::strerror(errno)));
-  }
-  ~PrivateDir() {
-    ::unlink(socket_path().c_str());
-    ::rmdir(path_.c_str());
-  }
-  PrivateDir(const PrivateDir&) = delete;
-  PrivateDir& operator=(const PrivateDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string socket_path() const { return path_ + "/" + kSocketName; }
-
- private:
-  static constexpr const char* kSocketName = "socket";
-  std::string path_;
-};
-
-UniqueFd listen_at(const std::string& path, int backlog) {
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);  // length checked by PrivateDir
-  if (!fd || ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
-      ::listen(fd.get(), backlog) != 0) {
-    throw Error(ExitCode::kEnvironment,
-                fmt::format("cannot listen on {}: {}", path, std::strerror(errno)));
-  }
-  return fd;
-}
 
 // The launcher's own environment, with GPU indices in PCI bus order as everywhere in commtool.
 std::vector<std::string> worker_environment() {
@@ -386,7 +337,13 @@ void Group::handle(int rank, wire::Message message) {
           return protocol_error(fmt::format("error code {}", code));
         }
         connection.reported = true;
-        return fail(rank, error.at("message").get<std::string>(), static_cast<ExitCode>(code));
+        fail(rank, error.at("message").get<std::string>(), static_cast<ExitCode>(code));
+        if (error.contains("field") && failure_ && failure_->rank == rank) {
+          failure_->bad_field = error.at("field").get<std::string>();
+          failure_->bad_value = error.at("value").get<std::string>();
+          failure_->bad_why = error.at("why").get<std::string>();
+        }
+        return;
       }
       default:
         return protocol_error(fmt::format("unexpected {}", wire::type_name(message.type)));
@@ -485,8 +442,9 @@ void Group::check_board() {
     if (p.busy_since_ns == 0 || now - p.busy_since_ns <= bound.count()) continue;
     return fail(
         p.rank,
-        fmt::format("{} stayed inside one step for more than {:.1f} s although --timeout is "
-                    "{:.1f} s: it is stuck in a call that cannot be bounded from inside (a "
+        fmt::format("{} stayed inside one step for more than {:.1f} s although a step may "
+                    "take {:.1f} s (the timeout): it is stuck in a call that cannot be bounded "
+                    "from inside (a "
                     "blocking NCCL call waiting for a peer, or the driver), so it was stopped",
                     name(p.rank), std::chrono::duration<double>(bound).count(), step_.count()),
         ExitCode::kTimeout);
@@ -514,8 +472,8 @@ void Group::explain_failure() {
 
 void Group::fail(int rank, std::string what, ExitCode code) {
   if (failure_) return;  // the first failure is the cause; later ones are its echoes
-  failure_ =
-      WorkerFailure{rank, specs_[static_cast<std::size_t>(rank)].device, std::move(what), code};
+  failure_ = WorkerFailure{
+      rank, specs_[static_cast<std::size_t>(rank)].device, std::move(what), code, {}, {}, {}};
 }
 
 std::string Group::name(int rank) const {
@@ -588,7 +546,10 @@ std::vector<nlohmann::json> run_workers_or_throw(const std::string& executable,
                                                  std::chrono::duration<double> timeout,
                                                  std::chrono::duration<double> step) {
   GroupOutcome outcome = run_workers(executable, specs, task, timeout, step);
-  if (outcome.failure) throw Error(outcome.failure->code, outcome.failure->what);
+  if (const std::optional<WorkerFailure>& f = outcome.failure) {
+    if (!f->bad_field.empty()) throw BadValue(f->bad_field, f->bad_value, f->bad_why);
+    throw Error(f->code, f->what);
+  }
   return std::move(outcome.results);
 }
 

@@ -27,6 +27,9 @@ struct WorkerFailure {
   int device;
   std::string what;  // the whole sentence, naming rank(s), GPU(s) and what went wrong
   ExitCode code;     // what commtool should exit with
+  // When a worker refused a value of the request (a BadValue): its parts, so that the caller
+  // can name the value its own way. Empty otherwise.
+  std::string bad_field, bad_value, bad_why;
 };
 
 struct GroupOutcome {

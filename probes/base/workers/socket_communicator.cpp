@@ -39,6 +39,15 @@ void SocketCommunicator::send_result(const nlohmann::json& result) {
   reported_ = true;
 }
 
+void SocketCommunicator::send_error(const BadValue& bad) {
+  nlohmann::json payload = {{"code", static_cast<int>(bad.code())},
+                            {"message", bad.what()},
+                            {"field", bad.field()},
+                            {"value", bad.value()},
+                            {"why", bad.why()}};
+  send(wire::MessageType::kError, 0, payload.dump(), "reporting an error");
+}
+
 void SocketCommunicator::send_error(ExitCode code, const std::string& message) {
   nlohmann::json payload = {{"code", static_cast<int>(code)}, {"message", message}};
   send(wire::MessageType::kError, 0, payload.dump(), "reporting an error");

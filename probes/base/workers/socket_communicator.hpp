@@ -26,6 +26,8 @@ class SocketCommunicator final : public Communicator {
 
   // The worker's failure, in place of a result: the launcher stops the run and reports it.
   void send_error(ExitCode code, const std::string& message);
+  // A refused value travels with its parts (field, value, why), for the caller to name.
+  void send_error(const BadValue& bad);
   // After the result: returns when the launcher says SHUTDOWN or closes the socket, or after the
   // timeout, so the worker's exit (and its GPU memory's release) follows the whole group's.
   void wait_for_shutdown();

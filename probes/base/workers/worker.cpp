@@ -140,6 +140,13 @@ int run_task(SocketCommunicator& comm, const WorkerArgs& args, const nlohmann::j
         args.rank, args.size, args.device, comm, std::chrono::duration<double>(args.timeout_s),
         progress};
     result = found->second(context, task);
+  } catch (const BadValue& e) {
+    try {
+      comm.send_error(e);
+    } catch (const Error&) {
+      std::cerr << "commtool worker: " << e.what() << "\n";
+    }
+    return static_cast<int>(e.code());
   } catch (const Error& e) {
     return report_failure(comm, e.code(), e.what());
   } catch (const std::exception& e) {
