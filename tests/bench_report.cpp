@@ -1,5 +1,5 @@
 // How fast `commtool report DIR` re-analyses saved records: parse_records and attribute on a
-// synthetic run shaped like a real one, timed apart and together. DESIGN target: at least five
+// synthetic run shaped like a real one, timed apart and together. The target: at least five
 // million records per second on one CPU core.
 //
 //   bench_report [OPERATIONS]   default 125000 operations, 17 records each (2.1 M records)
