@@ -18,7 +18,7 @@ struct RankPlacement {
   int nranks() const { return static_cast<int>(gpu.size()); }
   workers::PlacementSummary summary() const;
   std::vector<workers::WorkerSpec> specs() const;  // rank r on gpu[r]
-  std::vector<int> devices() const;       // GPU index by rank
+  std::vector<int> devices() const;                // GPU index by rank
 };
 
 // The ranks of a launcher (trace, diagnose, probe --ipc): `rank_devices` as the user listed
