@@ -16,7 +16,21 @@ namespace {
 constexpr uint64_t KiB = 1024, MiB = 1024 * 1024;
 
 // A valid point with a tight spread: min and max 2% either side of the median.
-AllReducePoint ok(uint64_t bytes, double median_us, std::string ran = "") {
+using commtool::tracing::NcclChoice;
+using commtool::tracing::NcclWay;
+
+// What NCCL's profiler plugin saw: one way (20 operations), several, or none with a reason.
+NcclChoice ran(std::string algo, std::string proto, int channels = 1) {
+  return {{{std::move(algo), std::move(proto), channels, 20}}, ""};
+}
+NcclChoice ways(std::vector<NcclWay> w) {
+  return {std::move(w), ""};
+}
+NcclChoice unknown(std::string why) {
+  return {{}, std::move(why)};
+}
+
+AllReducePoint ok(uint64_t bytes, double median_us, NcclChoice ran = {}) {
   AllReducePoint p;
   p.bytes = bytes;
   p.time_us.n = 20;
@@ -76,7 +90,7 @@ std::string joined(const std::vector<std::string>& lines) {
   return out;
 }
 
-std::string mismatch(const AllReducePath& path, const std::string& ran) {
+std::string mismatch(const AllReducePath& path, const NcclChoice& ran) {
   return forced_setting_mismatch(path, ok(4 * KiB, 10, ran));
 }
 
@@ -88,9 +102,10 @@ AllReduceSweep at_placement(AllReduceSweep s, workers::PlacementSummary placemen
 // IPC one-shot wins up to 64 KiB, NCCL's default at 256 KiB, NCCL Ring/Simple from 1 MiB.
 AllReduceSweep clean_crossover() {
   return sweep({
-      nccl_default({ok(4 * KiB, 20, "Ring/LL"), ok(16 * KiB, 22, "Ring/LL"),
-                    ok(64 * KiB, 30, "Ring/LL"), ok(256 * KiB, 60, "Ring/LL"),
-                    ok(1 * MiB, 200, "Tree/Simple"), ok(4 * MiB, 600, "Tree/Simple")}),
+      nccl_default({ok(4 * KiB, 20, ran("RING", "LL")), ok(16 * KiB, 22, ran("RING", "LL")),
+                    ok(64 * KiB, 30, ran("RING", "LL")), ok(256 * KiB, 60, ran("RING", "LL")),
+                    ok(1 * MiB, 200, ran("TREE", "SIMPLE")),
+                    ok(4 * MiB, 600, ran("TREE", "SIMPLE"))}),
       nccl_forced("Ring", "Simple",
                   {ok(4 * KiB, 40), ok(16 * KiB, 42), ok(64 * KiB, 50), ok(256 * KiB, 70),
                    ok(1 * MiB, 150), ok(4 * MiB, 450)}),
@@ -121,23 +136,25 @@ TEST(AllReduceDiagnosis, CleanCrossoverFindsBothChangesOfWinner) {
 TEST(AllReduceDiagnosis, CleanCrossoverRecommendationQuotesSpeedupEvidenceAndSetting) {
   const AllReduceDiagnosis d = diagnose_allreduce(clean_crossover());
   ASSERT_EQ(d.recommendation.size(), 3u) << joined(d.recommendation);
-  EXPECT_EQ(d.recommendation[0],
-            "up to 64 KiB use IPC one-shot: 2.14x-2.50x faster than NCCL's default (Ring/LL) here "
-            "(at 4 KiB: 8.0 vs 20.0 us median); to get it, route all-reduces of at most 65536 "
-            "bytes to a custom IPC one-shot path (a size threshold in your own code; NCCL has no "
-            "setting for it)");
-  EXPECT_EQ(d.recommendation[1], "at 256 KiB NCCL's default (Ring/LL) is fastest");
-  EXPECT_EQ(d.recommendation[2],
-            "from 1 MiB use NCCL Ring/Simple: 1.33x faster than NCCL's default (Tree/Simple) here "
-            "(at 1 MiB: 150.0 vs 200.0 us median); to get it, set NCCL_ALGO=Ring "
-            "NCCL_PROTO=Simple (process-wide: it applies to every all-reduce of every size in "
-            "the process, not only these)");
+  EXPECT_EQ(
+      d.recommendation[0],
+      "up to 64 KiB use IPC one-shot: 2.14x-2.50x faster than NCCL's default (RING/LL, 1 ch) here "
+      "(at 4 KiB: 8.0 vs 20.0 us median); to get it, route all-reduces of at most 65536 "
+      "bytes to a custom IPC one-shot path (a size threshold in your own code; NCCL has no "
+      "setting for it)");
+  EXPECT_EQ(d.recommendation[1], "at 256 KiB NCCL's default (RING/LL, 1 ch) is fastest");
+  EXPECT_EQ(
+      d.recommendation[2],
+      "from 1 MiB use NCCL Ring/Simple: 1.33x faster than NCCL's default (TREE/SIMPLE, 1 ch) here "
+      "(at 1 MiB: 150.0 vs 200.0 us median); to get it, set NCCL_ALGO=Ring "
+      "NCCL_PROTO=Simple (process-wide: it applies to every all-reduce of every size in "
+      "the process, not only these)");
   EXPECT_TRUE(d.exclusions.empty());
 }
 
 TEST(AllReduceDiagnosis, TieWithinToleranceKeepsNcclDefault) {
   const AllReduceDiagnosis d = diagnose_allreduce(sweep({
-      nccl_default({ok(64 * KiB, 10.0, "Ring/LL"), ok(128 * KiB, 12.0, "Ring/LL")}),
+      nccl_default({ok(64 * KiB, 10.0, ran("RING", "LL")), ok(128 * KiB, 12.0, ran("RING", "LL"))}),
       nccl_forced("Tree", "LL", {ok(64 * KiB, 9.8), ok(128 * KiB, 11.9)}),
   }));
   EXPECT_EQ(d.sizes[0].fastest, 0);
@@ -270,7 +287,7 @@ TEST(AllReduceDiagnosis, SinglePathOnlySaysThereIsNothingToCompare) {
 
 TEST(AllReduceDiagnosis, NcclDefaultFastestEverywhere) {
   const AllReduceDiagnosis d = diagnose_allreduce(sweep({
-      nccl_default({ok(4 * KiB, 10, "Ring/LL"), ok(4 * MiB, 500, "Ring/Simple")}),
+      nccl_default({ok(4 * KiB, 10, ran("RING", "LL")), ok(4 * MiB, 500, ran("RING", "SIMPLE"))}),
       nccl_forced("Tree", "Simple", {ok(4 * KiB, 15), ok(4 * MiB, 700)}),
       one_shot({ok(4 * KiB, 12), ok(4 * MiB, 2000)}),
   }));
@@ -373,7 +390,7 @@ TEST(AllReduceText, TableHasOneRowPerSizeThenCrossoversRecommendationAndExclusio
   const std::string text = allreduce_text(s, diagnose_allreduce(s));
   EXPECT_NE(text.find("size"), std::string::npos);
   EXPECT_NE(text.find("4 KiB    IPC one-shot"), std::string::npos) << text;
-  EXPECT_NE(text.find("Ring/LL"), std::string::npos);
+  EXPECT_NE(text.find("RING/LL, 1 ch"), std::string::npos);
   EXPECT_NE(text.find("2.50x"), std::string::npos);
   EXPECT_NE(text.find("between 64 KiB and 256 KiB: IPC one-shot -> NCCL default"),
             std::string::npos);
@@ -442,45 +459,48 @@ TEST(DiagnoseAllReduce, OneRankMovesNoCrossover) {
 }
 
 TEST(ForcedSetting, DefaultPathIsNeverAMismatch) {
-  EXPECT_EQ(mismatch(nccl_default({}), "unknown"), "");
+  EXPECT_EQ(mismatch(nccl_default({}), unknown("")), "");
 }
 
 TEST(ForcedSetting, IpcPathIsNeverAMismatch) {
-  EXPECT_EQ(mismatch(one_shot({}), ""), "");
+  EXPECT_EQ(mismatch(one_shot({}), {}), "");
 }
 
 TEST(ForcedSetting, WhatRanIsComparedWithoutCase) {
-  EXPECT_EQ(mismatch(nccl_forced("Ring", "LL", {}), "RING/LL, 2 ch"), "");
+  EXPECT_EQ(mismatch(nccl_forced("Ring", "LL", {}), ran("RING", "LL", 2)), "");
 }
 
 TEST(ForcedSetting, OtherAlgorithmThanForcedIsNamed) {
-  EXPECT_EQ(mismatch(nccl_forced("Tree", "LL", {}), "RING/LL, 2 ch"),
+  EXPECT_EQ(mismatch(nccl_forced("Tree", "LL", {}), ran("RING", "LL", 2)),
             "NCCL ran RING/LL, 2 ch where Tree/LL was forced");
 }
 
 TEST(ForcedSetting, ForcingOnlyTheAlgorithmAcceptsAnyProtocol) {
-  EXPECT_EQ(mismatch(nccl_forced("Ring", "", {}), "RING/SIMPLE, 2 ch"), "");
+  EXPECT_EQ(mismatch(nccl_forced("Ring", "", {}), ran("RING", "SIMPLE", 2)), "");
 }
 
 TEST(ForcedSetting, UnknownRunIsNotConfirmed) {
-  EXPECT_TRUE(mismatch(nccl_forced("Ring", "LL", {}), "unknown").starts_with("not confirmed"));
+  EXPECT_TRUE(mismatch(nccl_forced("Ring", "LL", {}), unknown("")).starts_with("not confirmed"));
 }
 
 TEST(ForcedSetting, MissingRunIsNotConfirmed) {
-  EXPECT_TRUE(mismatch(nccl_forced("Ring", "LL", {}), "").starts_with("not confirmed"));
+  EXPECT_TRUE(mismatch(nccl_forced("Ring", "LL", {}), {}).starts_with("not confirmed"));
 }
 
 TEST(ForcedSetting, MixedRunsWithAnotherProtocolAreAMismatch) {
-  EXPECT_EQ(mismatch(nccl_forced("Ring", "LL", {}), "RING/LL, 1 ch x3; RING/SIMPLE, 2 ch x2"),
+  EXPECT_EQ(mismatch(nccl_forced("Ring", "LL", {}),
+                     ways({{"RING", "LL", 1, 3}, {"RING", "SIMPLE", 2, 2}})),
             "NCCL ran RING/LL, 1 ch x3; RING/SIMPLE, 2 ch x2 where Ring/LL was forced");
 }
 
 TEST(ForcedSetting, MixedRunsThatAllMatchAreNoMismatch) {
-  EXPECT_EQ(mismatch(nccl_forced("Ring", "LL", {}), "RING/LL, 1 ch x3; RING/LL, 2 ch x2"), "");
+  EXPECT_EQ(
+      mismatch(nccl_forced("Ring", "LL", {}), ways({{"RING", "LL", 1, 3}, {"RING", "LL", 2, 2}})),
+      "");
 }
 
 TEST(ForcedSetting, AnUnknownChoiceIsNotConfirmedWhateverItsReason) {
-  EXPECT_EQ(mismatch(nccl_forced("Ring", "LL", {}), "unknown (see NCCL profiler plugin below)"),
+  EXPECT_EQ(mismatch(nccl_forced("Ring", "LL", {}), unknown("see NCCL profiler plugin below")),
             "not confirmed: NCCL's profiler plugin did not say what ran");
 }
 
@@ -510,20 +530,21 @@ TEST(MeasuredSweep, SmallDriftKeepsTheDefaultToleranceAndHugeDriftIsCapped) {
 }
 
 TEST(MeasuredSweep, NcclsReasonForAnUnknownChoiceIsOneNoteAndTheRowsSayUnknown) {
-  const std::string why = "unknown (the profiler plugin was not loaded)";
+  const NcclChoice why = unknown("the profiler plugin was not loaded");
   AllReduceSweep s = sweep({nccl_default({ok(8, 10, why), ok(16, 10, why)}),
-                            nccl_forced("Ring", "LL", {ok(8, 10, why)})});
+                            nccl_forced("Ring", "LL", {ok(8, 10, why)}), one_shot({ok(8, 9)})});
   s.default_again = nccl_default({ok(8, 10, why)});
   const AllReduceDiagnosis d = diagnose_measured_sweep(s);
-  EXPECT_EQ(std::count(d.notes.begin(), d.notes.end(), "what NCCL ran is " + why), 1);
-  for (const AllReducePath& p : s.paths) {
-    for (const AllReducePoint& point : p.points)
-      EXPECT_EQ(point.nccl_ran, "unknown");
-  }
+  const std::string note = "what NCCL ran is unknown (the profiler plugin was not loaded)";
+  EXPECT_EQ(std::count(d.notes.begin(), d.notes.end(), note), 1);
   const std::string text = allreduce_text(s, d);
-  EXPECT_NE(text.find("\nNotes\n  - what NCCL ran is " + why + "\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nNotes\n  - " + note + "\n"), std::string::npos) << text;
   const nlohmann::json j = nlohmann::json::parse(allreduce_json(s, d));
   EXPECT_EQ(j.at("notes").size(), d.notes.size());
+  // The rows say "unknown" (the reason is the note); an IPC path's say nothing.
+  EXPECT_EQ(j.at("paths")[0].at("points")[1].at("nccl_ran"), "unknown");
+  EXPECT_EQ(j.at("paths")[1].at("points")[0].at("nccl_ran"), "unknown");
+  EXPECT_EQ(j.at("paths")[2].at("points")[0].at("nccl_ran"), "");
 }
 
 TEST(MeasuredSweep, ASweepWithoutNotesPrintsNoNotesSection) {

@@ -100,13 +100,19 @@ TEST(TraceAnalysis, NcclChoiceComesFromThePluginRecordsOfThatSize) {
   rec.count = 7;  // another size: not this row's
   rec.algo = "TREE";
   run.ranks[0].nccl.push_back(rec);
-  EXPECT_EQ(analyse(run).sizes[0].nccl_choice, "RING/SIMPLE, 4 ch");
+  const NcclChoice choice = analyse(run).sizes[0].nccl_choice;
+  ASSERT_EQ(choice.ways.size(), 1u);
+  EXPECT_EQ(choice.ways[0].algo, "RING");
+  EXPECT_EQ(choice.ways[0].proto, "SIMPLE");
+  EXPECT_EQ(choice.ways[0].channels, 4);
+  EXPECT_EQ(to_string(choice), "RING/SIMPLE, 4 ch");
 }
 
 TEST(TraceAnalysis, NcclChoiceIsUnknownWithThePluginsReason) {
   TraceRun run = two_rank_run();
   run.ranks[0].plugin_status = "not loaded: NCCL did not load it";
-  EXPECT_EQ(analyse(run).sizes[0].nccl_choice, "unknown (not loaded: NCCL did not load it)");
+  EXPECT_EQ(to_string(analyse(run).sizes[0].nccl_choice),
+            "unknown (not loaded: NCCL did not load it)");
 }
 
 TEST(TraceAnalysis, WrongElementsAddUpOverRanks) {

@@ -200,8 +200,9 @@ std::string default_ran(const AllReduceSweep& sweep, const AllReduceDiagnosis& d
   std::vector<std::string> ran;
   for (const SizeVerdict& v : d.sizes) {
     if (v.bytes < r.first_bytes || v.bytes > r.last_bytes || v.nccl_default < 0) continue;
-    const std::string& what =
+    const tracing::NcclChoice& choice =
         valid_point(sweep.paths[static_cast<size_t>(v.nccl_default)], v.bytes)->nccl_ran;
+    const std::string what = choice.known() ? to_string(choice) : "";
     if (!what.empty() && std::find(ran.begin(), ran.end(), what) == ran.end()) {
       ran.push_back(what);
     }
@@ -476,22 +477,21 @@ std::string recommendation_withheld(const workers::PlacementSummary& placement) 
 namespace {
 
 // NCCL's reason for an unknown choice is the same on every row: said once, in the notes.
-void shorten_unknown_choice(AllReducePath& path, std::vector<std::string>& notes) {
-  for (AllReducePoint& p : path.points) {
-    if (!p.nccl_ran.starts_with("unknown (")) continue;
-    const std::string note = "what NCCL ran is " + p.nccl_ran;
+void note_unknown_choice(const AllReducePath& path, std::vector<std::string>& notes) {
+  for (const AllReducePoint& p : path.points) {
+    if (p.nccl_ran.known() || p.nccl_ran.unknown_why.empty()) continue;
+    const std::string note = "what NCCL ran is " + to_string(p.nccl_ran);
     if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
-    p.nccl_ran = "unknown";
   }
 }
 
 }  // namespace
 
-AllReduceDiagnosis diagnose_measured_sweep(AllReduceSweep& sweep) {
+AllReduceDiagnosis diagnose_measured_sweep(const AllReduceSweep& sweep) {
   std::vector<std::string> notes;
-  for (AllReducePath& path : sweep.paths)
-    shorten_unknown_choice(path, notes);
-  shorten_unknown_choice(sweep.default_again, notes);
+  for (const AllReducePath& path : sweep.paths)
+    note_unknown_choice(path, notes);
+  note_unknown_choice(sweep.default_again, notes);
   AllReduceDiagnosisOptions options;
   const int nccl_default = nccl_default_path(sweep);
   const double drift =

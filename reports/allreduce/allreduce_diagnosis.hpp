@@ -109,9 +109,9 @@ double run_to_run_drift(const AllReducePath& a, const AllReducePath& b);
 
 // The diagnosis of a measured sweep (tracing::run_allreduce_sweep): the drift between NCCL's
 // default run first and again last sets the tie tolerance (never below the default's 3%, at most
-// 95%), and NCCL's reason for an unknown choice, the same on every row, becomes one note while
-// the rows say "unknown" (hence `sweep` is changed). Both are in `notes`.
-AllReduceDiagnosis diagnose_measured_sweep(AllReduceSweep& sweep);
+// 95%), and NCCL's reason for an unknown choice, the same on every row, becomes one note (the
+// rows say "unknown"). Both are in `notes`.
+AllReduceDiagnosis diagnose_measured_sweep(const AllReduceSweep& sweep);
 
 // Throws usage_error for a tie_tolerance outside [0, 1), two paths marked NCCL's default, two
 // points of one path at the same size, or an ok point without samples.

@@ -60,6 +60,13 @@ std::string size_note(const AllReduceSweep& sweep, const AllReduceDiagnosis& d,
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+// What NCCL ran as the JSON says it: its ways, "unknown" (the reason is in "notes"), or "" for
+// a point NCCL never ran (an IPC path, a setting that failed).
+std::string ran_json(const tracing::NcclChoice& c) {
+  if (c.known()) return to_string(c);
+  return c.unknown_why.empty() ? "" : "unknown";
+}
+
 json path_index_json(const AllReduceSweep& sweep, int i) {
   return i < 0 ? json(nullptr) : json(sweep.paths[static_cast<size_t>(i)].name);
 }
@@ -94,7 +101,7 @@ std::string allreduce_text(const AllReduceSweep& sweep, const AllReduceDiagnosis
     } else if (p->status != AllReducePointStatus::kOk) {
       row.insert(row.end(), {to_string(p->status), "-"});
     } else {
-      row.push_back(p->nccl_ran.empty() ? "unknown" : p->nccl_ran);
+      row.push_back(p->nccl_ran.known() ? to_string(p->nccl_ran) : "unknown");
       row.push_back(times(p->time_us));
     }
     // Withheld: the medians stay (they are what was measured), the claims go.
@@ -141,7 +148,7 @@ std::string allreduce_json(const AllReduceSweep& sweep, const AllReduceDiagnosis
                         {"status", to_string(p.status)},
                         {"time_us", summary_json(p.time_us)},
                         {"busbw_gbps", p.busbw_gbps},
-                        {"nccl_ran", p.nccl_ran},
+                        {"nccl_ran", ran_json(p.nccl_ran)},
                         {"reason", p.reason}});
     }
     paths.push_back({{"name", path.name},

@@ -51,8 +51,8 @@ std::string tracing_cost(const tracing::SizeRow& row) {
 }
 
 // The reason NCCL's choice is unknown is the same on every row; the plugin line says it once.
-std::string choice_cell(const std::string& choice) {
-  return choice.starts_with("unknown (") ? "unknown (see NCCL profiler plugin below)" : choice;
+std::string choice_cell(const tracing::NcclChoice& choice) {
+  return choice.known() ? to_string(choice) : "unknown (see NCCL profiler plugin below)";
 }
 
 std::string sizes_table(const tracing::TraceReport& r) {
@@ -192,7 +192,7 @@ json trace_to_json(const tracing::TraceReport& r) {
                      {"algbw_gbps", row.algbw_gbps},
                      {"busbw_gbps", row.busbw_gbps},
                      {"wrong_elements", row.wrong_elements},
-                     {"nccl_choice", row.nccl_choice},
+                     {"nccl_choice", to_string(row.nccl_choice)},
                      {"untraced_time_us",
                       row.untraced_time_us ? summary_json(*row.untraced_time_us) : json(nullptr)},
                      {"traced_over_untraced", optional_json(row.traced_over_untraced)},

@@ -249,30 +249,12 @@ AllReduceSweep run_allreduce_sweep(const AllReduceSweepRequest& request) {
 
 std::string forced_setting_mismatch(const AllReducePath& path, const AllReducePoint& point) {
   if (path.kind != AllReducePathKind::kNccl || path.nccl_default) return "";
-  if (point.nccl_ran.empty() || point.nccl_ran.starts_with("unknown")) {
-    return "not confirmed: NCCL's profiler plugin did not say what ran";
-  }
-  // "RING/LL, 2 ch" or, when operations differed, "RING/LL, 1 ch x3; RING/SIMPLE, 2 ch x2".
-  const std::string& text = point.nccl_ran;
-  std::vector<std::string> ran;
-  for (size_t start = 0; start <= text.size();) {
-    size_t end = text.find("; ", start);
-    if (end == std::string::npos) end = text.size();
-    ran.push_back(text.substr(start, end - start));
-    start = end + 2;
-  }
-  for (const std::string& r : ran) {
-    const size_t slash = r.find('/'), comma = r.find(',');
-    if (slash == std::string::npos || comma == std::string::npos || comma < slash) {
-      return fmt::format("NCCL ran {} where {}/{} was forced", point.nccl_ran, path.nccl_algo,
-                         path.nccl_proto);
-    }
-    const std::string algo = lower(r.substr(0, slash)),
-                      proto = lower(r.substr(slash + 1, comma - slash - 1));
-    const bool algo_ok = path.nccl_algo.empty() || algo == lower(path.nccl_algo);
-    const bool proto_ok = path.nccl_proto.empty() || proto == lower(path.nccl_proto);
+  if (!point.nccl_ran.known()) return "not confirmed: NCCL's profiler plugin did not say what ran";
+  for (const NcclWay& w : point.nccl_ran.ways) {
+    const bool algo_ok = path.nccl_algo.empty() || lower(w.algo) == lower(path.nccl_algo);
+    const bool proto_ok = path.nccl_proto.empty() || lower(w.proto) == lower(path.nccl_proto);
     if (!algo_ok || !proto_ok) {
-      return fmt::format("NCCL ran {} where {}/{} was forced", point.nccl_ran,
+      return fmt::format("NCCL ran {} where {}/{} was forced", to_string(point.nccl_ran),
                          path.nccl_algo.empty() ? "any" : path.nccl_algo,
                          path.nccl_proto.empty() ? "any" : path.nccl_proto);
     }

@@ -15,6 +15,7 @@
 #include "probes/base/workers/placement.hpp"
 #include "tracing/collectives/collective_data.hpp"
 #include "tracing/collectives/collectives.hpp"
+#include "tracing/trace/trace_analysis.hpp"
 
 namespace commtool::tracing {
 
@@ -37,7 +38,7 @@ struct AllReducePoint {
   AllReducePointStatus status = AllReducePointStatus::kOk;
   measure::Summary time_us;  // per operation; n, median, min and max are used
   double busbw_gbps = 0;     // nccl-tests' busbw at the median
-  std::string nccl_ran;      // NCCL paths: "RING/LL, 2 ch" as NCCL's profiler saw it, or why not
+  NcclChoice nccl_ran;       // NCCL paths: what NCCL's profiler plugin saw it run
   std::string reason;        // why not ok: "12 wrong elements", "ncclInvalidUsage", "no P2P ..."
 };
 

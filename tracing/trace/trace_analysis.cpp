@@ -43,7 +43,7 @@ bool same_collective(const std::string& func, Collective c) {
          (c == Collective::kSendRecv || c == Collective::kAllToAll);
 }
 
-std::string nccl_choice(const TraceRun& run, Collective c, DataType t, const BufferLayout& layout) {
+NcclChoice nccl_choice(const TraceRun& run, Collective c, DataType t, const BufferLayout& layout) {
   std::map<std::tuple<std::string, std::string, int>, int> seen;
   for (const RankRun& r : run.ranks) {
     for (const nccl_profiler::CollectiveRecord& rec : r.nccl) {
@@ -56,18 +56,16 @@ std::string nccl_choice(const TraceRun& run, Collective c, DataType t, const Buf
       ++seen[{rec.algo, rec.proto, rec.channels}];
     }
   }
+  NcclChoice choice;
   if (seen.empty()) {
-    std::string why = run.ranks.empty() ? "no ranks" : run.ranks.front().plugin_status;
-    return fmt::format("unknown ({})", why.empty() ? "no profiler records" : why);
+    const std::string why = run.ranks.empty() ? "no ranks" : run.ranks.front().plugin_status;
+    choice.unknown_why = why.empty() ? "no profiler records" : why;
   }
-  std::vector<std::string> parts;
   for (const auto& [key, n] : seen) {
     const auto& [algo, proto, channels] = key;
-    std::string what = algo.empty() ? fmt::format("p2p, {} ch", channels)
-                                    : fmt::format("{}/{}, {} ch", algo, proto, channels);
-    parts.push_back(seen.size() == 1 ? what : fmt::format("{} x{}", what, n));
+    choice.ways.push_back({algo, proto, channels, n});
   }
-  return fmt::format("{}", fmt::join(parts, "; "));
+  return choice;
 }
 
 SizeRow size_row(const TraceRun& run, uint64_t bytes, Collective c, DataType t) {
@@ -234,6 +232,17 @@ std::vector<ScopeRow> scope_rows(const TraceRun& run) {
 }
 
 }  // namespace
+
+std::string to_string(const NcclChoice& c) {
+  if (!c.known()) return c.unknown_why.empty() ? "unknown" : "unknown (" + c.unknown_why + ")";
+  std::vector<std::string> parts;
+  for (const NcclWay& w : c.ways) {
+    std::string what = w.algo.empty() ? fmt::format("p2p, {} ch", w.channels)
+                                      : fmt::format("{}/{}, {} ch", w.algo, w.proto, w.channels);
+    parts.push_back(c.ways.size() == 1 ? what : fmt::format("{} x{}", what, w.operations));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
 
 TraceReport analyse(const TraceRun& run) {
   TraceReport report;

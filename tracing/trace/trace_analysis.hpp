@@ -18,6 +18,25 @@
 
 namespace commtool::tracing {
 
+// How NCCL ran the operations of one size, as commtool's profiler plugin recorded them.
+struct NcclWay {
+  std::string algo;   // NCCL's name: "RING", "TREE"; empty for point-to-point
+  std::string proto;  // "LL", "LL128", "SIMPLE"
+  int channels = 0;
+  int operations = 0;  // how many operations, over every rank, ran this way
+  auto operator<=>(const NcclWay&) const = default;
+};
+
+struct NcclChoice {
+  std::vector<NcclWay> ways;  // empty: unknown
+  std::string unknown_why;    // why not known ("not loaded: ..."), when `ways` is empty
+  bool known() const { return !ways.empty(); }
+};
+
+// "RING/SIMPLE, 4 ch"; several ways "RING/LL, 1 ch x3; RING/SIMPLE, 2 ch x2"; point-to-point
+// "p2p, 2 ch"; unknown "unknown (why)", or "unknown" without a reason.
+std::string to_string(const NcclChoice& c);
+
 struct SizeRow {
   uint64_t bytes = 0;
   uint64_t count = 0;        // elements, as the NCCL call was given
@@ -25,7 +44,7 @@ struct SizeRow {
   double algbw_gbps = 0;     // from the median time
   double busbw_gbps = 0;
   uint64_t wrong_elements = 0;
-  std::string nccl_choice;  // "Ring/Simple, 4 channels", or "unknown (why)"
+  NcclChoice nccl_choice;
   // Tracing's cost, when both passes ran: median traced / median untraced time, and the
   // difference of the median host calls.
   std::optional<double> traced_over_untraced;
