@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -31,6 +33,17 @@ void emit(const GlobalOptions& global, const std::string& document) {
   }
 }
 
+CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0') return "";  // not a number: the type check says so
+        return std::isfinite(v) ? "" : fmt::format("{} is not a finite number", text);
+      },
+      "FINITE");
+}
+
 namespace {
 
 void add_global_options(CLI::App& app, GlobalOptions& global, bool& version) {
@@ -56,6 +69,7 @@ void add_global_options(CLI::App& app, GlobalOptions& global, bool& version) {
                  "Seconds any single GPU operation or driver query may take before commtool "
                  "gives up with exit code 5")
       ->type_name("SEC")
+      ->check(finite_number())
       ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
   app.add_flag("-v,--verbose", global.verbose, "Say what is being done and how long it took");

@@ -27,6 +27,10 @@ int report_run(const GlobalOptions& global, const tracing::TraceRun& run,
 // Prints commtool's version and the versions of the GPU stack found at run time.
 void print_version();
 
+// For a floating-point option, before its CLI::Range: a range check lets NaN through (every
+// comparison with NaN is false), so "nan" and "inf" are refused here, naming the value.
+CLI::Validator finite_number();
+
 // Writes a finished document where --output says (atomically) or to standard output.
 void emit(const GlobalOptions& global, const std::string& document);
 

@@ -218,6 +218,7 @@ Runner register_trace(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::Range(0, 10000))
       ->capture_default_str();
   cmd->add_option("--scope-sleep-ms", q.scope_sleep_ms, "GPU sleep ahead of each such sample")
+      ->check(finite_number())
       ->check(CLI::Range(1.0, 60000.0))
       ->capture_default_str();
   cmd->add_flag("--no-cupti", o->no_cupti, "Run untraced: times only, no completion split");
