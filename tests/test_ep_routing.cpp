@@ -421,7 +421,7 @@ TEST(EpCountsFile, LoadsFromAFileAndNamesAMissingOne) {
   EXPECT_EQ(r.selections, (std::vector<std::vector<uint64_t>>{{2, 0}, {1, 1}}));
   EXPECT_TRUE(has(refusal([&] { routing_from_counts(c, 1, 2, 2, 1); }), "no layer 1"));
   EXPECT_EQ(refusal([] { load_routing_counts("/tmp/commtool_no_such_file.json"); }),
-            "/tmp/commtool_no_such_file.json: missing or unreadable");
+            "/tmp/commtool_no_such_file.json: cannot open: No such file or directory");
 }
 
 TEST(EpCountsFile, CsvFileSumMismatchNamesTheFile) {

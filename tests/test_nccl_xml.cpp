@@ -410,7 +410,7 @@ TEST(NcclXmlErrors, MissingFileNamesThePathAndTheReason) {
 
 TEST(NcclXmlErrors, DirectoryIsNotAFile) {
   Error e = read_error(fixture_path(""));
-  EXPECT_PRED_FORMAT2(testing::IsSubstring, "Is a directory", e.what());
+  EXPECT_PRED_FORMAT2(testing::IsSubstring, "is a directory", e.what());
 }
 
 TEST(NcclXmlErrors, RootOtherThanSystemIsRejected) {

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace commtool {
@@ -30,6 +31,11 @@ class Error : public std::runtime_error {
 inline Error usage_error(const std::string& message) {
   return Error(ExitCode::kUsage, message);
 }
+
+// A value from a user's file or command line as an error message may quote it: at most
+// `max_chars` of it (then "... (N bytes)"), each control character or byte >= 0x7f as \xNN, so
+// that a huge or binary input can neither flood nor drive the terminal.
+std::string excerpt(std::string_view text, size_t max_chars = 80);
 
 // A bad value of one field of a request, named as the request names it ("tokens_per_rank"),
 // never as a user typed it: only the caller knows whether that was `--tokens 0`, a key in a file

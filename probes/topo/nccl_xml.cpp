@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "probes/base/error.hpp"
+#include "probes/base/input_file.hpp"
 #include "probes/topo/link_rate.hpp"
 #include "probes/topo/xml.hpp"
 
@@ -350,17 +351,7 @@ Topology parse_nccl_xml(std::string_view text, const std::string& source_name) {
 }
 
 Topology read_nccl_xml_file(const std::string& path) {
-  auto unreadable = [&](int err) {
-    return usage_error("cannot read NCCL topology file \"" + path + "\": " + std::strerror(err));
-  };
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw unreadable(EISDIR);
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw unreadable(errno != 0 ? errno : EIO);
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw unreadable(errno != 0 ? errno : EIO);
-  return parse_nccl_xml(text, path);
+  return parse_nccl_xml(files::read_input_file(path), path);
 }
 
 }  // namespace commtool::topo

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "probes/base/error.hpp"
+#include "probes/base/input_file.hpp"
 #include "tracing/ep/parse_number.hpp"
 
 using nlohmann::json;
@@ -27,12 +28,7 @@ namespace {
 using ep_text::parse_number;
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw usage_error(fmt::format("{}: missing or unreadable", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw usage_error(fmt::format("{}: read failed", path));
-  return text.str();
+  return files::read_input_file(path);
 }
 
 }  // namespace
@@ -108,7 +104,7 @@ std::vector<std::string> take_header(std::vector<CsvRow>& rows, const std::strin
   }
   csv_fail(source, first.line, "header",
            fmt::format("expected {}, got \"{}\"", fmt::join(headers, " or "),
-                       fmt::join(first.fields, ",")));
+                       excerpt(fmt::format("{}", fmt::join(first.fields, ",")))));
 }
 
 uint64_t csv_number(const std::string& source, const CsvRow& row, size_t column,
@@ -117,7 +113,8 @@ uint64_t csv_number(const std::string& source, const CsvRow& row, size_t column,
   if (text.starts_with('-') && parse_number<int64_t>(text))
     csv_fail(source, row.line, name, fmt::format("{} is negative", text));
   auto value = parse_number<uint64_t>(text);
-  if (!value) csv_fail(source, row.line, name, fmt::format("\"{}\" is not a whole number", text));
+  if (!value)
+    csv_fail(source, row.line, name, fmt::format("\"{}\" is not a whole number", excerpt(text)));
   return *value;
 }
 
@@ -144,7 +141,7 @@ const json& json_array(const json& j, const std::string& source, const std::stri
 
 json parse_json(const std::string& text, const std::string& source) {
   try {
-    json j = json::parse(text);
+    json j = files::parse_json_bounded(text, source);
     if (!j.is_object()) throw usage_error(fmt::format("{}: expected a JSON object", source));
     return j;
   } catch (const json::parse_error& e) {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "probes/base/error.hpp"
+#include "probes/base/input_file.hpp"
 #include "probes/base/output_file.hpp"
 #include "tracing/trace/record_io.hpp"
 
@@ -145,14 +146,7 @@ bool is_records_file(std::string_view name) {
 }
 
 std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw usage_error(fmt::format("{}: missing or unreadable", path.string()));
-  in.seekg(0, std::ios::end);
-  std::string text(static_cast<size_t>(in.tellg()), '\0');
-  in.seekg(0);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!in) throw usage_error(fmt::format("{}: read failed", path.string()));
-  return text;
+  return files::read_input_file(path.string());
 }
 
 // A directory save_run may write into: empty, or holding only what an earlier save_run left
@@ -341,7 +335,7 @@ TraceRun load_run(const std::string& dir) {
   }
   json doc;
   try {
-    doc = json::parse(read_file(run_path));
+    doc = files::parse_json_bounded(read_file(run_path), run_path.string());
   } catch (const json::parse_error& e) {
     throw usage_error(fmt::format("{}: not valid JSON: {}", run_path.string(), e.what()));
   }

@@ -1,0 +1,117 @@
+// Reading a file a user names: only a regular file, only up to a size, and what it holds.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "probes/base/error.hpp"
+#include "probes/base/input_file.hpp"
+
+namespace fs = std::filesystem;
+using commtool::Error;
+using commtool::ExitCode;
+using commtool::files::read_input_file;
+
+namespace {
+
+// The usage error for `path`, or "" when it was read.
+std::string refusal(const std::string& path, uint64_t max_bytes = commtool::files::kMaxInputBytes) {
+  try {
+    read_input_file(path, max_bytes);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("commtool-input-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+TEST(InputFile, ARegularFileIsReadWhole) {
+  TempDir dir;
+  const fs::path f = dir.path / "counts.csv";
+  std::ofstream(f) << "expert,count\n0,1\n";
+  EXPECT_EQ(read_input_file(f.string()), "expert,count\n0,1\n");
+  EXPECT_EQ(refusal(f.string()), "");
+}
+
+TEST(InputFile, AnEndlessCharacterDeviceIsRefusedBeforeReading) {
+  EXPECT_EQ(refusal("/dev/zero"), "/dev/zero: is a character device; give a regular file");
+}
+
+TEST(InputFile, ADirectoryIsRefused) {
+  TempDir dir;
+  EXPECT_EQ(refusal(dir.path.string()),
+            dir.path.string() + ": is a directory; give a regular file");
+}
+
+TEST(InputFile, APipeWithoutAWriterIsRefusedWithoutHanging) {
+  TempDir dir;
+  const fs::path fifo = dir.path / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(refusal(fifo.string()), fifo.string() + ": is a pipe (FIFO); give a regular file");
+}
+
+TEST(InputFile, AFileOverTheLimitIsRefusedSayingBothSizes) {
+  TempDir dir;
+  const fs::path f = dir.path / "big.json";
+  std::ofstream(f) << std::string(101, 'x');
+  EXPECT_EQ(refusal(f.string(), 100),
+            f.string() + ": 101 bytes, more than the 100 bytes commtool reads");
+  EXPECT_EQ(refusal(f.string(), 101), "");
+}
+
+TEST(InputFile, AMissingFileSaysWhy) {
+  EXPECT_EQ(refusal("/nonexistent-commtool/x.json"),
+            "/nonexistent-commtool/x.json: cannot open: No such file or directory");
+}
+
+}  // namespace
+
+namespace {
+
+TEST(BoundedJson, NestingFarBeyondAnyFormatIsRefusedWithoutCrashing) {
+  // 100,000 levels: printing or freeing such a value recursively overflows the stack.
+  const std::string deep =
+      "{\"layers\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  try {
+    commtool::files::parse_json_bounded(deep, "deep.json");
+    FAIL() << "accepted 100,000 levels";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_EQ(std::string(e.what()),
+              "deep.json: JSON nested deeper than 64 levels; commtool's formats need far fewer");
+  }
+}
+
+TEST(BoundedJson, OrdinaryDocumentsParseAsBefore) {
+  const std::string text = R"({"layers": [[1, 2], [3]], "topk": 2})";
+  EXPECT_EQ(commtool::files::parse_json_bounded(text, "x"), nlohmann::json::parse(text));
+  EXPECT_THROW(commtool::files::parse_json_bounded("{\"a\": ", "x"), nlohmann::json::parse_error);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Excerpt, ShortPrintableTextIsQuotedAsItIs) {
+  EXPECT_EQ(commtool::excerpt("ninety-six"), "ninety-six");
+}
+
+TEST(Excerpt, LongTextIsCutAndSaysHowLongItWas) {
+  EXPECT_EQ(commtool::excerpt(std::string(200000, '['), 10), "[[[[[[[[[[... (200000 bytes)");
+}
+
+TEST(Excerpt, ControlCharactersCannotReachTheTerminalRaw) {
+  EXPECT_EQ(commtool::excerpt("a\x1b[2Jb\n"), "a\\x1b[2Jb\\x0a");
+  EXPECT_EQ(commtool::excerpt("\xff"), "\\xff");
+}
+
+}  // namespace
