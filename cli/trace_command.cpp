@@ -149,6 +149,7 @@ tracing::TraceRequest build_request(const GlobalOptions& global, TraceOptions& o
 int run_trace_command(const GlobalOptions& global, TraceOptions& o) {
   tracing::TraceRequest q = build_request(global, o);
   if (!o.trace_file.empty()) files::check_writable(o.trace_file, "--trace");
+  if (!o.save_dir.empty()) tracing::check_save_dir(o.save_dir);
   tracing::TraceRun run = tracing::run_trace(q);
   run.meta.commtool_version =
       fmt::format("{} (git {})", build_info::kVersion, build_info::kGitCommit);

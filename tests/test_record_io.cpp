@@ -618,3 +618,22 @@ TEST_F(SavedRun, LoadOfACorruptRecordsFileNamesFileLineAndField) {
   EXPECT_EQ(load_error(),
             dir_ + "/records-rank0.txt:3: api start_ns: \"three\" is not a decimal number");
 }
+
+// Asked before a run is measured (trace --save): a bad target must not cost the run.
+TEST_F(SavedRun, SaveTargetIsCheckedBeforeAnythingIsWritten) {
+  EXPECT_NO_THROW(check_save_dir(dir_));                          // new, in a writable directory
+  EXPECT_NO_THROW(check_save_dir((root_ / "a" / "b").string()));  // parents created later
+  save_run(dir_, run_);
+  EXPECT_NO_THROW(check_save_dir(dir_));  // an earlier saved run is replaced
+  std::ofstream(root_ / "notes.txt") << "mine";
+  try {
+    check_save_dir(root_.string());
+    ADD_FAILURE() << "accepted a directory holding the user's files";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_NE(std::string(e.what()).find("not empty and not a saved run"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(check_save_dir((root_ / "notes.txt" / "run").string()), Error);
+  EXPECT_THROW(check_save_dir("/proc/commtool/run"), Error);
+}

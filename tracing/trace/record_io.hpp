@@ -53,6 +53,11 @@ RunMeta run_meta_from_json(const nlohmann::json& j);
 // Throws Error(kUsage) when dir exists and is not an empty directory or a previous save, or
 // Error(kEnvironment) when it cannot be written.
 void save_run(const std::string& dir, const TraceRun& run);
+
+// Whether save_run could write into `dir`, asked before a run is measured so that a bad target
+// never costs the run: it must be new (in a writable directory), empty, or an earlier saved
+// run. Throws usage_error naming the path and what is wrong.
+void check_save_dir(const std::string& dir);
 // Throws Error(kUsage) naming the file, and the line for records, when DIR is not a saved run.
 TraceRun load_run(const std::string& dir);
 

@@ -1,6 +1,9 @@
 // run.json and the saved-run directory: the JSON half of record_io.hpp (the record lines are
 // record_io.cpp). Every reader error names the key, and load_run adds the file.
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <algorithm>
 #include <filesystem>
@@ -149,34 +152,6 @@ std::string read_file(const fs::path& path) {
   return files::read_input_file(path.string());
 }
 
-// A directory save_run may write into: empty, or holding only what an earlier save_run left
-// (its files and, after a crash, write_atomically's temporaries). Anything else is the user's.
-void check_save_target(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return;
-  if (!fs::is_directory(dir, ec)) {
-    throw usage_error(fmt::format("{}: exists and is not a directory", dir.string()));
-  }
-  bool has_run = false;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    std::string name = entry.path().filename().string();
-    if (name == kRunFile) {
-      has_run = true;
-    } else if (!is_records_file(name) && !name.starts_with(".commtool-")) {
-      throw usage_error(fmt::format(
-          "{}: not empty and not a saved run ({} is not one of its files); give a new or "
-          "empty directory",
-          dir.string(), name));
-    }
-  }
-  if (ec) throw Error(ExitCode::kEnvironment, fmt::format("{}: {}", dir.string(), ec.message()));
-  if (!has_run && !fs::is_empty(dir, ec)) {
-    throw usage_error(
-        fmt::format("{}: not empty and has no {}: not a saved run; give a new or empty directory",
-                    dir.string(), kRunFile));
-  }
-}
-
 void write_file(const fs::path& path, const std::string& content) {
   try {
     files::write_atomically(path.string(), content, "saved run file");
@@ -295,9 +270,55 @@ RunMeta run_meta_from_json(const nlohmann::json& j) {
   return m;
 }
 
+// A directory save_run may write into: empty, or holding only what an earlier save_run left
+// (its files and, after a crash, write_atomically's temporaries). Anything else is the user's.
+void check_save_dir(const std::string& path) {
+  const fs::path dir(path);
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    // It will be created: the nearest directory that exists above it must take new entries.
+    fs::path parent = fs::absolute(dir, ec).parent_path();
+    while (!parent.empty() && !fs::exists(parent, ec) && parent != parent.parent_path())
+      parent = parent.parent_path();
+    // Tried, not inferred from permission bits: root passes those everywhere, even in /proc.
+    std::string probe = (parent / ".commtool-probe-XXXXXX").string();
+    if (!fs::is_directory(parent, ec) || ::mkdtemp(probe.data()) == nullptr) {
+      throw usage_error(fmt::format("{}: cannot be created: {} is not a writable directory", path,
+                                    parent.string()));
+    }
+    ::rmdir(probe.c_str());
+    return;
+  }
+  if (!fs::is_directory(dir, ec)) {
+    throw usage_error(fmt::format("{}: exists and is not a directory", dir.string()));
+  }
+  bool has_run = false;
+  std::set<std::string> foreign;  // sorted, so the message names the same file everywhere
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name == kRunFile) {
+      has_run = true;
+    } else if (!is_records_file(name) && !name.starts_with(".commtool-")) {
+      foreign.insert(std::move(name));
+    }
+  }
+  if (ec) throw Error(ExitCode::kEnvironment, fmt::format("{}: {}", dir.string(), ec.message()));
+  if (!foreign.empty()) {
+    throw usage_error(fmt::format(
+        "{}: not empty and not a saved run ({} is not one of its files); give a new or empty "
+        "directory",
+        dir.string(), *foreign.begin()));
+  }
+  if (!has_run && !fs::is_empty(dir, ec)) {
+    throw usage_error(
+        fmt::format("{}: not empty and has no {}: not a saved run; give a new or empty directory",
+                    dir.string(), kRunFile));
+  }
+}
+
 void save_run(const std::string& dir, const TraceRun& run) {
   fs::path root(dir);
-  check_save_target(root);
+  check_save_dir(dir);
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec) {
