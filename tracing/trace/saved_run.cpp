@@ -41,7 +41,7 @@ T get(const json& j, const char* key) {
   try {
     return value.get<T>();
   } catch (const json::exception&) {
-    throw usage_error(fmt::format("\"{}\": {} has the wrong type", key, value.dump()));
+    throw usage_error(fmt::format("\"{}\": {} has the wrong type", key, excerpt(value.dump())));
   }
 }
 
@@ -51,12 +51,14 @@ template <class T, class Parse>
 T named(const json& j, const char* key, Parse parse, const char* accepted) {
   const std::string text = get<std::string>(j, key);
   if (std::optional<T> value = parse(text)) return *value;
-  throw usage_error(fmt::format("\"{}\": \"{}\" is not one of {}", key, text, accepted));
+  throw usage_error(fmt::format("\"{}\": \"{}\" is not one of {}", key, excerpt(text), accepted));
 }
 
+// An element of the run's "modes" list.
 CompletionMode mode_named(const std::string& text) {
   if (std::optional<CompletionMode> m = parse_completion_mode(text)) return *m;
-  throw usage_error(fmt::format("\"mode\": \"{}\" is not one of {}", text, kCompletionModeNames));
+  throw usage_error(
+      fmt::format("\"modes\": \"{}\" is not one of {}", excerpt(text), kCompletionModeNames));
 }
 
 CompletionMode get_mode(const json& j) {
