@@ -41,7 +41,15 @@ CLI::Validator finite_number() {
         if (end == text.c_str() || *end != '\0') return "";  // not a number: the type check says so
         return std::isfinite(v) ? "" : fmt::format("{} is not a finite number", text);
       },
-      "FINITE");
+      "");
+}
+
+CLI::Validator non_empty_path() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "an empty name; give a path" : "";
+      },
+      "");
 }
 
 namespace {
@@ -52,6 +60,7 @@ void add_global_options(CLI::App& app, GlobalOptions& global, bool& version) {
   app.add_flag("--json", global.json, "Print one JSON document (with schema_version)");
   app.add_option("--output", global.output,
                  "Write the report to FILE (whole or not at all) instead of standard output")
+      ->check(non_empty_path())
       ->type_name("FILE");
   app.add_option("--devices", global.devices,
                  "GPUs to use: 'all' or indices such as 0,1 or 0-3. For trace, diagnose and "

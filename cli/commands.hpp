@@ -31,6 +31,9 @@ void print_version();
 // comparison with NaN is false), so "nan" and "inf" are refused here, naming the value.
 CLI::Validator finite_number();
 
+// For a file or directory option: an empty name is refused, not read as "not given".
+CLI::Validator non_empty_path();
+
 // Writes a finished document where --output says (atomically) or to standard output.
 void emit(const GlobalOptions& global, const std::string& document);
 

@@ -158,6 +158,7 @@ CLI::App* add_allreduce(CLI::App* diagnose, AllReduceOptions* a) {
   ar->add_option("-d,--dtype", a->dtype, "Element type: float, bfloat16 or half")
       ->capture_default_str();
   ar->add_option("--plot", a->plot_file, "Draw time against size per path (SVG, log-log)")
+      ->check(non_empty_path())
       ->type_name("FILE.svg");
   return ar;
 }
@@ -184,13 +185,21 @@ void add_ep(CLI::App* diagnose, EpOptions* o) {
       ->capture_default_str();
   ep->add_option("--skew", o->skew, "uniform, zipf:S or hot:K:F (K experts get F of selections)")
       ->capture_default_str();
-  ep->add_option("--seed", c.seed, "Seed of the generated routing")->capture_default_str();
+  ep->add_option("--seed", c.seed, "Seed of the generated routing")
+      ->check(CLI::Validator(  // a uint64 would take -1 as 2^64 - 1
+          [](std::string& text) -> std::string {
+            return text.starts_with('-') ? text + " is negative; a seed is 0 to 2^64-1" : "";
+          },
+          ""))
+      ->capture_default_str();
   ep->add_option("--routing", o->plan.routing_file,
                  "Per-expert token counts from a real model (JSON or CSV; see man commtool)")
+      ->check(non_empty_path())
       ->type_name("FILE");
   ep->add_option("--layer", o->plan.layer, "Which layer of a --routing file")
       ->capture_default_str();
   ep->add_option("--placement", o->plan.placement_file, "Expert-to-rank map (JSON or CSV)")
+      ->check(non_empty_path())
       ->type_name("FILE");
   ep->add_option("--replicate", o->plan.replicate,
                  "What-if: give the H hottest experts one replica each (EPLB-style), measured")
@@ -206,10 +215,12 @@ void add_ep(CLI::App* diagnose, EpOptions* o) {
       ->check(CLI::Range(0, 10000))
       ->capture_default_str();
   ep->add_option("--heatmap", o->heatmap_file, "Write the dispatch matrix as an SVG heat map")
+      ->check(non_empty_path())
       ->type_name("FILE.svg");
   ep->add_option("--trace", o->trace_file,
                  "Run the turns again under CUPTI: split each phase into host enqueue, input "
                  "wait, kernel and exposed wait per rank, and write a Chrome/Perfetto trace")
+      ->check(non_empty_path())
       ->type_name("FILE.json");
 }
 

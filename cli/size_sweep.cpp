@@ -16,10 +16,13 @@ std::vector<uint64_t> size_sweep(const std::string& minbytes, const std::string&
     throw usage_error(fmt::format("--minbytes {} is above --maxbytes {}: the sweep would be empty",
                                   minbytes, maxbytes));
   }
+  // Stops before the product passes hi, so it can never wrap around 2^64 (which made sizes of
+  // 0 B); at most 64 steps, from 1 B by 2.
+  const auto step = static_cast<uint64_t>(stepfactor);
   std::vector<uint64_t> sizes;
-  for (uint64_t b = lo; b <= hi; b *= static_cast<uint64_t>(stepfactor)) {
+  for (uint64_t b = lo;; b *= step) {
     sizes.push_back(b);
-    if (sizes.size() > 64) break;
+    if (b > hi / step) break;
   }
   return sizes;
 }

@@ -74,9 +74,11 @@ Runner register_topo(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--nccl-xml", options->nccl_xml,
                   "Report on the machine described by this NCCL topology file "
                   "(NCCL_TOPO_DUMP_FILE output or a vendor's NCCL_TOPO_FILE)")
+      ->check(non_empty_path())
       ->type_name("FILE");
   cmd->add_option("--sysfs-root", options->sysfs_root,
                   "Read this captured sysfs tree instead of /sys (NVML and CUDA are not asked)")
+      ->check(non_empty_path())
       ->type_name("DIR");
   cmd->add_flag("--dot", options->dot, "Print the PCIe tree and NVLinks as Graphviz (dot -Tsvg)");
   return [&global, options] {

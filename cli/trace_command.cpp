@@ -226,9 +226,11 @@ Runner register_trace(CLI::App& app, const GlobalOptions& global) {
   cmd->add_flag("--no-baseline", o->no_baseline,
                 "Skip the untraced pass that prices tracing (traced/untraced column)");
   cmd->add_option("--trace", o->trace_file, "Write a Chrome/Perfetto trace (JSON) to FILE")
+      ->check(non_empty_path())
       ->type_name("FILE");
   cmd->add_option("--save", o->save_dir,
                   "Save the records and run metadata in DIR, for commtool report")
+      ->check(non_empty_path())
       ->type_name("DIR");
   cmd->add_option(
          "--inject-fault", o->fault,
@@ -244,8 +246,11 @@ Runner register_report(CLI::App& app, const GlobalOptions& global) {
   auto trace_file = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "report", "Re-analyse a run saved with commtool trace --save DIR; no GPU needed");
-  cmd->add_option("dir", *dir, "The directory trace --save wrote")->required();
+  cmd->add_option("dir", *dir, "The directory trace --save wrote")
+      ->check(non_empty_path())
+      ->required();
   cmd->add_option("--trace", *trace_file, "Write a Chrome/Perfetto trace (JSON) to FILE")
+      ->check(non_empty_path())
       ->type_name("FILE");
   return [&global, dir, trace_file] {
     if (!trace_file->empty()) files::check_writable(*trace_file, "--trace");
