@@ -109,6 +109,15 @@ TEST(TopoDot, DrawsTreeEdgesAndNvLinkBundles) {
   EXPECT_TRUE(contains(dot, "}\n"));
 }
 
+// Names come from NCCL topology files and drivers: a quote must not end a DOT string.
+TEST(TopoDot, NamesAreEscapedInsideTheirQuotes) {
+  Topology t = dgx();
+  t.gpus[0].name = "H100 \"80GB\"\\x\n";
+  const std::string dot = reports::render_topo_dot(t);
+  EXPECT_TRUE(contains(dot, "\\nH100 \\\"80GB\\\"\\\\x\\n")) << dot;
+  EXPECT_FALSE(contains(dot, "\"80GB\" ")) << dot;
+}
+
 TEST(TopoJson, CudaNotAskedIsNullNotFalse) {
   commtool::fixtures::SysfsBuilder fs;
   commtool::fixtures::build_vm_one_gpu(fs);

@@ -11,8 +11,24 @@ using namespace commtool::topo;
 
 namespace {
 
+// Text inside a DOT double-quoted string: names come from files and drivers, so a quote or a
+// backslash in one must not end the string (or inject attributes), and control characters,
+// which dot would print raw, are dropped.
+std::string escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string id(const std::string& s) {
-  return "\"" + s + "\"";
+  return "\"" + escaped(s) + "\"";
 }
 
 }  // namespace
@@ -22,7 +38,7 @@ std::string id(const std::string& s) {
 std::string render_topo_dot(const Topology& topo) {
   std::string out = "graph commtool_topo {\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n";
   for (const RootComplex& rc : topo.root_complexes) {
-    out += fmt::format("  {} [shape=box3d, label=\"{}\\nNUMA {}\"];\n", id(rc.id), rc.id,
+    out += fmt::format("  {} [shape=box3d, label=\"{}\\nNUMA {}\"];\n", id(rc.id), escaped(rc.id),
                        rc.numa_node == kUnknownNuma ? "?" : std::to_string(rc.numa_node));
   }
   std::set<std::string> named;
@@ -30,7 +46,7 @@ std::string render_topo_dot(const Topology& topo) {
     out += fmt::format(
         "  {} [shape=box, style=filled, fillcolor=\"#b7e1a1\", "
         "label=\"GPU{}\\n{}\\n{}\"];\n",
-        id(g.bdf), g.index, g.name, g.bdf);
+        id(g.bdf), g.index, escaped(g.name), escaped(g.bdf));
     named.insert(g.bdf);
   }
   for (const Nic& n : topo.nics) {
@@ -39,18 +55,19 @@ std::string render_topo_dot(const Topology& topo) {
       out += fmt::format(
           "  {} [shape=box, style=filled, fillcolor=\"#a9c8ef\", "
           "label=\"NIC{} {}\\n{}\"];\n",
-          id(node), n.index, n.name, n.bdf);
+          id(node), n.index, escaped(n.name), escaped(n.bdf));
     }
     if (n.bdf.empty()) out += fmt::format("  {} -- {};\n", id(n.root_complex), id(node));
   }
   for (const NvSwitch& s : topo.nvswitches) {
     if (named.insert(s.bdf).second) {
-      out += fmt::format("  {} [shape=octagon, label=\"NVSwitch\\n{}\"];\n", id(s.bdf), s.bdf);
+      out += fmt::format("  {} [shape=octagon, label=\"NVSwitch\\n{}\"];\n", id(s.bdf),
+                         escaped(s.bdf));
     }
   }
   for (const PciNode& n : topo.pci) {
     if (!named.count(n.bdf)) {
-      out += fmt::format("  {} [shape=ellipse, label=\"{}\"];\n", id(n.bdf), n.bdf);
+      out += fmt::format("  {} [shape=ellipse, label=\"{}\"];\n", id(n.bdf), escaped(n.bdf));
     }
     std::string parent = n.parent_bdf.empty() ? n.root_complex : n.parent_bdf;
     std::string link =
