@@ -45,20 +45,30 @@ T get(const json& j, const char* key) {
   }
 }
 
-// A name the file holds under `key`, parsed; an unknown one is an error naming it, never a
-// default that would analyse the run as something it was not.
+// A name the file holds, parsed; an unknown one is an error naming it, never a default that
+// would analyse the run as something it was not.
+template <class T, class Parse>
+T parse_name(const std::string& text, Parse parse, const char* accepted) {
+  if (std::optional<T> value = parse(text)) return *value;
+  throw usage_error(fmt::format("\"{}\" is not one of {}", excerpt(text), accepted));
+}
+
+// The name under j[key], parsed, the key named in any error.
 template <class T, class Parse>
 T named(const json& j, const char* key, Parse parse, const char* accepted) {
   const std::string text = get<std::string>(j, key);
-  if (std::optional<T> value = parse(text)) return *value;
-  throw usage_error(fmt::format("\"{}\": \"{}\" is not one of {}", key, excerpt(text), accepted));
+  try {
+    return parse_name<T>(text, parse, accepted);
+  } catch (const Error& e) {
+    throw usage_error(fmt::format("\"{}\": {}", key, e.what()));
+  }
 }
 
-// An element of the run's "modes" list.
-CompletionMode mode_named(const std::string& text) {
-  if (std::optional<CompletionMode> m = parse_completion_mode(text)) return *m;
-  throw usage_error(
-      fmt::format("\"modes\": \"{}\" is not one of {}", excerpt(text), kCompletionModeNames));
+// An element of the run's "modes" list (get_list names its index).
+CompletionMode mode_element(const json& e) {
+  if (!e.is_string()) throw usage_error(fmt::format("expected a string, got {}", e.type_name()));
+  return parse_name<CompletionMode>(e.get<std::string>(), parse_completion_mode,
+                                    kCompletionModeNames);
 }
 
 CompletionMode get_mode(const json& j) {
@@ -244,18 +254,11 @@ RunMeta run_meta_from_json(const nlohmann::json& j) {
   m.inplace = get<bool>(j, "inplace");
   m.root = get<int>(j, "root");
   m.nranks = get<int>(j, "nranks");
-  m.comm = nccl::CommMode::kNonBlocking;
-  if (j.contains("comm")) {
-    const std::string comm = get<std::string>(j, "comm");
-    const auto mode = nccl::parse_comm_mode(comm);
-    if (!mode) {
-      throw usage_error(fmt::format("\"comm\": \"{}\" is not one of blocking, nonblocking", comm));
-    }
-    m.comm = *mode;
-  }
+  m.comm = j.contains("comm")
+               ? named<nccl::CommMode>(j, "comm", nccl::parse_comm_mode, "blocking, nonblocking")
+               : nccl::CommMode::kNonBlocking;
   m.sizes = get<std::vector<uint64_t>>(j, "sizes");
-  for (const std::string& mode : get<std::vector<std::string>>(j, "modes"))
-    m.modes.push_back(mode_named(mode));
+  m.modes = get_list<CompletionMode>(j, "modes", mode_element);
   m.poll_ms = get<int>(j, "poll_ms");
   m.iters = get<int>(j, "iters");
   m.warmup = get<int>(j, "warmup");
