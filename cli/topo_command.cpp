@@ -35,7 +35,7 @@ int run_topo(const GlobalOptions& global, const TopoOptions& options) {
   discover.nccl_xml = options.nccl_xml;
   discover.sysfs_root = options.sysfs_root;
   discover.on_stage = [&](const char* stage) {
-    watchdog.stage(stage);
+    watchdog.stage(stage, std::string_view(stage) == "nvml" || std::string_view(stage) == "cuda");
     auto now = Clock::now();
     if (global.verbose && last_stage) {
       std::cerr << fmt::format("topo: {} took {:.1f} ms\n", last_stage,
@@ -46,7 +46,9 @@ int run_topo(const GlobalOptions& global, const TopoOptions& options) {
   };
   topo::Topology topology = topo::discover(discover);
   if (!global.device_indices.empty()) topo::select_gpus(topology, global.device_indices);
+  watchdog.stage("analysis");
   topo::Analysis analysis = topo::analyze(topology);
+  watchdog.stage("render");
 
   std::string document;
   if (global.json) {

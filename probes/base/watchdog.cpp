@@ -25,10 +25,18 @@ void Watchdog::watch() {
   if (cv_.wait_for(lock, limit_, [this] { return done_; })) return;
   // The stuck call holds no lock we need, but it may never return: report and leave without
   // running destructors that could wait on it.
-  std::fprintf(stderr,
-               "commtool %s: timed out after %.1f s in stage '%s' (a driver call did not "
-               "return; check `dmesg` for Xid errors and `nvidia-smi`)\n",
-               what_.c_str(), limit_.count(), stage_.load());
+  if (driver_call_.load()) {
+    std::fprintf(stderr,
+                 "commtool %s: timed out after %.1f s in stage '%s' (a driver call did not "
+                 "return; check `dmesg` for Xid errors and `nvidia-smi`)\n",
+                 what_.c_str(), limit_.count(), stage_.load());
+  } else {
+    std::fprintf(stderr,
+                 "commtool %s: timed out after %.1f s in stage '%s' (no driver call was "
+                 "running: the input took longer than --timeout to read and analyse; give a "
+                 "larger --timeout)\n",
+                 what_.c_str(), limit_.count(), stage_.load());
+  }
   std::fflush(stderr);
   _exit(static_cast<int>(ExitCode::kTimeout));
 }

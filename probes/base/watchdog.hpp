@@ -20,8 +20,13 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  // The stage now running, named in the timeout message. Must be a string literal.
-  void stage(const char* name) { stage_.store(name); }
+  // The stage now running, named in the timeout message. Must be a string literal. A driver
+  // stage (NVML, CUDA) that overruns is blamed on the driver, with the advice for a sick GPU;
+  // any other (reading a file, analysing, rendering) is blamed on its own size.
+  void stage(const char* name, bool driver_call = false) {
+    driver_call_.store(driver_call);
+    stage_.store(name);
+  }
 
  private:
   void watch();
@@ -29,6 +34,7 @@ class Watchdog {
   std::string what_;
   std::chrono::duration<double> limit_;
   std::atomic<const char*> stage_{"start"};
+  std::atomic<bool> driver_call_{false};
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
