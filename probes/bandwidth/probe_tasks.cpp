@@ -29,7 +29,7 @@ GpuPlacement placement_from(const json& g) {
     cudaGetLastError();
     throw Error(ExitCode::kEnvironment,
                 fmt::format("GPU {} ({}) is not visible to CUDA in the worker: {}", p.index, bdf,
-                            cudaGetErrorString(err)));
+                            cuda::describe(err)));
   }
   return p;
 }

@@ -19,7 +19,7 @@ int select_device(const std::string& bus_id) {
     cudaGetLastError();
     throw Error(ExitCode::kEnvironment,
                 fmt::format("GPU {} is not visible to CUDA in the worker: {}", bus_id,
-                            cudaGetErrorString(err)));
+                            cuda::describe(err)));
   }
   CUDA_TRY(cudaSetDevice(device));
   return device;

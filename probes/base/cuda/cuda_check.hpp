@@ -14,6 +14,10 @@ namespace commtool::cuda {
 // are failures of the run, reported as such (also 3: the GPU could not do what was asked).
 ExitCode exit_code_for(cudaError_t err);
 
+// CUDA's name and words for an error, and what it means where they mislead: with no NVIDIA
+// kernel driver loaded at all, CUDA says "driver version is insufficient".
+std::string describe(cudaError_t err);
+
 [[noreturn]] void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line);
 
 inline void check(cudaError_t err, const char* call, const char* file, int line) {
