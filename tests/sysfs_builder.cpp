@@ -43,6 +43,11 @@ void SysfsBuilder::device(const std::string& path, const Attrs& attrs) {
   link("bus/pci/devices/" + bdf, "devices/" + path);
 }
 
+void SysfsBuilder::driver(const std::string& path, const std::string& name) {
+  fs::create_directories(fs::path(root_) / "bus/pci/drivers" / name);
+  link("devices/" + path + "/driver", "bus/pci/drivers/" + name);
+}
+
 void SysfsBuilder::config(const std::string& path, const std::vector<unsigned char>& bytes) {
   fs::path p = fs::path(root_) / "devices" / path / "config";
   std::ofstream out(p, std::ios::binary);

@@ -34,7 +34,10 @@ class SysfsBuilder {
   void virtual_netdev(const std::string& name);  // lo, docker0: no device link
   void numa_node(int id, const std::string& cpulist);
   void iommu_groups(int count);
-  void remove(const std::string& relative);  // delete a file to simulate a broken tree
+  void remove(const std::string& relative);
+  // Binds a device to a kernel driver: devices/<path>/driver -> bus/pci/drivers/<name>.
+  void driver(const std::string& path,
+              const std::string& name);  // delete a file to simulate a broken tree
 
   // Common attribute sets.
   static Attrs bridge(const std::string& max_speed = "32.0 GT/s PCIe", int max_width = 16,

@@ -266,3 +266,49 @@ TEST(SysfsNetdev, LinkIntoAMissingDirectoryStillFindsThePciFunction) {
   ASSERT_EQ(t.nics.size(), 1u);
   EXPECT_EQ(t.nics[0].bdf, "0000:00:03.0");
 }
+
+// --- Which kernel driver holds each GPU ---
+
+TEST(SysfsDriver, BoundDriverIsTheDriverLinksName) {
+  SysfsBuilder fs;
+  fixtures::build_vm_one_gpu(fs);
+  fs.driver("pci0000:00/0000:00:06.0", "vfio-pci");
+  Topology t = read(fs);
+  ASSERT_TRUE(t.gpus[0].kernel_driver.has_value());
+  EXPECT_EQ(*t.gpus[0].kernel_driver, "vfio-pci");
+}
+
+TEST(SysfsDriver, NoDriverLinkOnTheLiveTreeMeansNoneIsBound) {
+  SysfsBuilder fs;
+  fixtures::build_vm_one_gpu(fs);
+  Topology t = read_sysfs({fs.root(), /*strict=*/false, ""});
+  ASSERT_TRUE(t.gpus[0].kernel_driver.has_value());
+  EXPECT_EQ(*t.gpus[0].kernel_driver, "");
+  Analysis a = analyze(t);
+  EXPECT_TRUE(has_finding(a, "gpu-driver-not-bound"));
+}
+
+TEST(SysfsDriver, NoDriverLinkInACaptureIsUnknownNotUnbound) {
+  SysfsBuilder fs;
+  fixtures::build_vm_one_gpu(fs);
+  Topology t = read(fs);  // strict: a capture that may not have copied the link
+  EXPECT_FALSE(t.gpus[0].kernel_driver.has_value());
+  EXPECT_FALSE(has_finding(analyze(t), "gpu-driver-not-bound"));
+}
+
+TEST(SysfsDriver, GpuNvLinksAreUnknownUntilNvmlAnswers) {
+  SysfsBuilder fs;
+  fixtures::build_vm_one_gpu(fs);
+  EXPECT_FALSE(read(fs).gpus[0].nvlinks_known);
+}
+
+TEST(SysfsNoGpu, AMachineWithoutGpuSaysSoAsAWarning) {
+  SysfsBuilder fs;
+  fs.device("pci0000:00/0000:00:03.0", SysfsBuilder::nic("0x020000", 0));
+  Analysis a = analyze(read(fs));
+  auto it = std::find_if(a.findings.begin(), a.findings.end(),
+                         [](const Finding& f) { return f.code == "no-gpu"; });
+  ASSERT_NE(it, a.findings.end());
+  EXPECT_EQ(it->severity, Severity::kWarning);
+  EXPECT_NE(it->evidence.find("0x10de"), std::string::npos) << it->evidence;
+}

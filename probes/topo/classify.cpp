@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "probes/topo/findings.hpp"
 #include "probes/topo/link_rate.hpp"
@@ -140,15 +141,30 @@ Connection classify_pcie(const Topology& topo, const std::string& bdf_a, const s
   return classify(placement_of(topo, bdf_a), placement_of(topo, bdf_b));
 }
 
+namespace {
+
+uint16_t link_count(int n) {
+  return static_cast<uint16_t>(std::min(n, 0xffff));
+}
+
+// NVLink between two GPUs, if any: direct links of a to b, else both on the NVSwitch fabric.
+std::optional<Connection> nvlink_between(const Gpu& a, const Gpu& b, int a_switch, int b_switch) {
+  if (int direct = count_active_links(a, NvLinkPeer::kGpu, b.bdf); direct > 0) {
+    return Connection{PathClass::kNvLink, link_count(direct), false};
+  }
+  if (a_switch > 0 && b_switch > 0) {
+    return Connection{PathClass::kNvLink, link_count(std::min(a_switch, b_switch)), false};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Connection classify_gpus(const Topology& topo, const Gpu& a, const Gpu& b) {
   if (a.bdf == b.bdf) return Connection{PathClass::kSelf, 0, false};
-  if (int direct = count_active_links(a, NvLinkPeer::kGpu, b.bdf); direct > 0) {
-    return Connection{PathClass::kNvLink, direct, false};
-  }
-  int a_switch = count_active_links(a, NvLinkPeer::kNvSwitch);
-  int b_switch = count_active_links(b, NvLinkPeer::kNvSwitch);
-  if (a_switch > 0 && b_switch > 0) {
-    return Connection{PathClass::kNvLink, std::min(a_switch, b_switch), false};
+  if (auto nv = nvlink_between(a, b, count_active_links(a, NvLinkPeer::kNvSwitch),
+                               count_active_links(b, NvLinkPeer::kNvSwitch))) {
+    return *nv;
   }
   return classify_pcie(topo, a.bdf, b.bdf);
 }
@@ -166,16 +182,25 @@ ConnectionMatrix build_matrix(const Topology& topo) {
     m.labels.push_back("NIC" + std::to_string(n.index));
     places.push_back(placement_of(topo, n));
   }
+  // Placements and NVSwitch link counts once per endpoint, not once per pair.
   const size_t gpus = topo.gpus.size();
+  std::vector<int> to_switch;
+  for (const Gpu& g : topo.gpus)
+    to_switch.push_back(count_active_links(g, NvLinkPeer::kNvSwitch));
+  // The PCIe path is symmetric, so each pair is classified once; NVLink is counted from each
+  // end, since the two ends may disagree (a link up at one end only).
   m.cells.assign(places.size(), std::vector<Connection>(places.size()));
   for (size_t r = 0; r < places.size(); ++r) {
-    for (size_t c = 0; c < places.size(); ++c) {
-      if (r == c) {
-        m.cells[r][c] = Connection{PathClass::kSelf, 0, false};
-      } else if (r < gpus && c < gpus) {
-        m.cells[r][c] = classify_gpus(topo, topo.gpus[r], topo.gpus[c]);
-      } else {
-        m.cells[r][c] = classify(places[r], places[c]);
+    m.cells[r][r] = Connection{PathClass::kSelf, 0, false};
+    for (size_t c = r + 1; c < places.size(); ++c) {
+      const Connection pcie = classify(places[r], places[c]);
+      m.cells[r][c] = pcie;
+      m.cells[c][r] = pcie;
+      if (r < gpus && c < gpus) {
+        if (auto nv = nvlink_between(topo.gpus[r], topo.gpus[c], to_switch[r], to_switch[c]))
+          m.cells[r][c] = *nv;
+        if (auto nv = nvlink_between(topo.gpus[c], topo.gpus[r], to_switch[c], to_switch[r]))
+          m.cells[c][r] = *nv;
       }
     }
   }

@@ -3,6 +3,7 @@
 // No I/O here; tests feed it fixtures.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,7 @@
 namespace commtool::topo {
 
 // Ordered from nearest to farthest, as `nvidia-smi topo -m` explains them.
-enum class PathClass {
+enum class PathClass : uint8_t {
   kSelf,    // X
   kNvLink,  // NV#: a bonded set of # NVLinks (direct, or to the same NVSwitch fabric)
   kPix,     // at most one PCIe switch
@@ -21,9 +22,10 @@ enum class PathClass {
   kSys,     // across the inter-socket link (QPI/UPI/xGMI)
 };
 
+// Four bytes: a matrix of 6,144 GPUs and NICs holds 37.7 M of them.
 struct Connection {
   PathClass path = PathClass::kSys;
-  int nvlinks = 0;  // for kNvLink
+  uint16_t nvlinks = 0;  // for kNvLink
   // A guess: the two NUMA nodes were unknown, so NODE vs SYS could not be told apart.
   bool numa_assumed = false;
 };

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "probes/base/cuda/cuda_check.hpp"
+
 namespace commtool::topo {
 
 namespace {
@@ -20,10 +22,7 @@ CudaFacts query_cuda() {
   CudaFacts facts;
   int count = 0;
   if (cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess) {
-    facts.error = err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice
-                      ? fmt::format("no usable NVIDIA driver or GPU ({})", cudaGetErrorName(err))
-                      : fmt::format("cudaGetDeviceCount: {} ({})", cudaGetErrorString(err),
-                                    cudaGetErrorName(err));
+    facts.error = "cudaGetDeviceCount: " + cuda::describe(err);
     return facts;
   }
   facts.ok = true;
@@ -65,6 +64,7 @@ bool cuda_needed(const Topology& topo, const char* cuda_visible_devices) {
 void merge_cuda(Topology& topo, const CudaFacts& facts) {
   topo.cuda_queried = true;
   if (!facts.ok) {
+    topo.cuda_error = facts.error;
     topo.missing.push_back({"CUDA", facts.error + ": no P2P facts"});
     return;
   }
@@ -86,6 +86,7 @@ void merge_cuda(Topology& topo, const CudaFacts& facts) {
             [](const Gpu& a, const Gpu& b) { return a.bdf < b.bdf; });
   for (size_t i = 0; i < topo.gpus.size(); ++i)
     topo.gpus[i].index = static_cast<int>(i);
+  topo.reindex();
   topo.p2p_queried = true;
   for (const CudaPeer& p : facts.peers) {
     const Gpu* a = topo.find_gpu_by_bdf(p.bdf_a);

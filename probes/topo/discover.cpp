@@ -8,6 +8,7 @@
 
 #include "probes/base/error.hpp"
 #include "probes/topo/cuda_query.hpp"
+#include "probes/topo/findings.hpp"
 #include "probes/topo/nccl_xml.hpp"
 #include "probes/topo/nvml.hpp"
 #include "probes/topo/sysfs_reader.hpp"
@@ -76,6 +77,12 @@ Topology discover_for_launcher(const std::vector<int>& devices, const std::strin
                 fmt::format("no NVIDIA GPU found: {} needs one (see commtool topo)", command));
   }
   if (!devices.empty()) select_gpus(topology, devices);
+  if (auto why = unusable_driver(topology)) {
+    throw Error(ExitCode::kEnvironment,
+                fmt::format("{}: {} needs the nvidia driver on every GPU it uses (see commtool "
+                            "topo)",
+                            *why, command));
+  }
   return topology;
 }
 
@@ -94,6 +101,7 @@ void select_gpus(Topology& topo, const std::vector<int>& indices) {
   auto keep = [&](int i) { return std::find(indices.begin(), indices.end(), i) != indices.end(); };
   std::erase_if(topo.gpus, [&](const Gpu& g) { return !keep(g.index); });
   std::erase_if(topo.p2p, [&](const P2pPair& p) { return !keep(p.gpu_a) || !keep(p.gpu_b); });
+  topo.reindex();
 }
 
 }  // namespace commtool::topo

@@ -6,14 +6,17 @@
 #include <algorithm>
 #include <set>
 
+#include "probes/topo/finding_rules.hpp"
 #include "probes/topo/link_rate.hpp"
 
 namespace commtool::topo {
 
 namespace {
 
-std::string gpu_name(const Gpu& g) {
-  return fmt::format("GPU{} ({})", g.index, g.bdf);
+using rules::gpu_name;
+
+std::string nic_name(const Nic& n) {
+  return n.name.empty() ? "NIC" + std::to_string(n.index) : n.name;
 }
 
 const Nic* find_nic(const Topology& topo, int index) {
@@ -71,6 +74,8 @@ std::string p2p_refusal_reason(const Topology& topo, const Gpu& a, const Gpu& b,
 
 std::vector<P2pVerdict> p2p_verdicts(const Topology& topo, const ConnectionMatrix& m) {
   std::vector<P2pVerdict> out;
+  // Unasked, every pair is unknown: p2p_summary says so once instead of once per pair.
+  if (!topo.p2p_queried) return out;
   const size_t n = topo.gpus.size();
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = i + 1; j < n; ++j) {
@@ -153,21 +158,38 @@ void pcie_findings(const Topology& topo, std::vector<Finding>& out) {
   }
 }
 
-void numa_findings(const Topology& topo, const Analysis& a, std::vector<Finding>& out) {
+void numa_unknown_findings(const Topology& topo, std::vector<Finding>& out) {
   for (const Gpu& g : topo.gpus) {
     if (g.numa_node != kUnknownNuma) continue;
-    bool several = topo.numa_node_count > 1;
+    // Whether it matters depends on how many NUMA nodes there are, which may be unknown too.
+    std::string consequence;
+    Severity severity = Severity::kNote;
+    if (topo.numa_node_count > 1) {
+      severity = Severity::kWarning;
+      consequence = fmt::format(
+          ": with {} NUMA nodes, host memory and threads for it cannot be "
+          "placed on its socket",
+          topo.numa_node_count);
+    } else if (topo.numa_node_count == 1) {
+      consequence = ": the OS knows one NUMA node, so there is no placement to get wrong";
+    } else {
+      consequence =
+          ": the number of NUMA nodes is unknown too, so whether placement matters "
+          "cannot be told";
+    }
     out.push_back(
-        {several ? Severity::kWarning : Severity::kNote, "numa-unknown",
-         fmt::format("{} has no NUMA node (numa_node = -1): host memory and threads cannot be "
-                     "placed near it{}",
-                     gpu_name(g),
-                     several ? "" : "; with one NUMA node on this machine it costs nothing"),
-         fmt::format("numa_node=-1, {} NUMA node(s) known to the OS{}", topo.numa_node_count,
+        {severity, "numa-unknown",
+         fmt::format("{} has no NUMA node (numa_node = -1){}", gpu_name(g), consequence),
+         fmt::format("numa_node=-1, NUMA nodes on the machine: {}{}",
+                     topo.numa_node_count > 0 ? std::to_string(topo.numa_node_count) : "unknown",
                      topo.in_vm ? ", hypervisor flag set (VM)" : ""),
          topo.in_vm ? "VMs often hide the NUMA layout; ask for a NUMA-aware instance type"
                     : "enable ACPI SRAT/NUMA in the BIOS"});
   }
+}
+
+void nic_path_findings(const Topology& topo, const Analysis& a, std::vector<Finding>& out) {
+  const std::vector<int> far = rules::gpus_with_farther_nic(topo, a);
   // nic_pairing is built in the order of topo.gpus.
   for (size_t k = 0; k < a.nic_pairing.size() && k < topo.gpus.size(); ++k) {
     const NicPairing& p = a.nic_pairing[k];
@@ -179,16 +201,20 @@ void numa_findings(const Topology& topo, const Analysis& a, std::vector<Finding>
       out.push_back({Severity::kWarning, "nic-numa-mismatch",
                      fmt::format("{} and its nearest NIC {} are on different NUMA nodes ({} vs "
                                  "{}): network traffic for this GPU crosses the inter-socket link",
-                                 gpu_name(g), nic->name, g.numa_node, nic->numa_node),
+                                 gpu_name(g), nic_name(*nic), g.numa_node, nic->numa_node),
                      fmt::format("path GPU{}-NIC{} is {}", g.index, nic->index, label(p.path)),
                      "put a NIC on the GPU's socket, or pin the rank's threads to the NIC's "
                      "NUMA node"});
-    } else if (p.path.path >= PathClass::kPhb) {
+    } else if (p.path.path >= PathClass::kPhb && is_rdma(nic->kind) &&
+               std::find(far.begin(), far.end(), g.index) == far.end()) {
+      // GPUDirect RDMA is a question only for an RDMA NIC: sockets always stage through host
+      // memory, and the finding for GPUs farther than their peers already says this.
       out.push_back({Severity::kNote, "nic-behind-cpu",
                      fmt::format("{}'s nearest NIC {} is reached through the CPU ({}): NCCL "
                                  "uses GPUDirect RDMA only up to PXB by default",
-                                 gpu_name(g), nic->name, label(p.path)),
-                     fmt::format("path GPU{}-NIC{} is {}", g.index, nic->index, label(p.path)),
+                                 gpu_name(g), nic_name(*nic), label(p.path)),
+                     fmt::format("path GPU{}-NIC{} is {}, NIC kind {}", g.index, nic->index,
+                                 label(p.path), to_string(nic->kind)),
                      "expect network traffic to be staged through host memory; "
                      "NCCL_NET_GDR_LEVEL=PHB allows GPUDirect RDMA over this path"});
     }
@@ -196,35 +222,51 @@ void numa_findings(const Topology& topo, const Analysis& a, std::vector<Finding>
 }
 
 // Pairs are summarised per cause, so that eight GPUs on two sockets give one line, not sixteen.
+// At most this many pairs or GPUs are spelled out in one finding; the rest are counted.
+constexpr size_t kListedInAFinding = 8;
+
+std::string listed(const std::vector<std::string>& items, size_t total) {
+  std::string out = fmt::format("{}", fmt::join(items, ", "));
+  if (total > items.size()) out += fmt::format(" and {} more", total - items.size());
+  return out;
+}
+
 void gpu_pair_findings(const Topology& topo, const Analysis& a, std::vector<Finding>& out) {
   const size_t n = topo.gpus.size();
+  auto pair = [&](size_t i, size_t j) {
+    return fmt::format("GPU{}-GPU{} {}", topo.gpus[i].index, topo.gpus[j].index,
+                       label(a.matrix.cells[i][j]));
+  };
   std::string nv_example, pcie_example;
   std::vector<std::string> cross_root_pairs;
+  size_t cross_root_count = 0;
   std::set<std::string> roots_seen;
+  std::vector<const PciNode*> nodes;
+  for (const Gpu& g : topo.gpus)
+    nodes.push_back(topo.find_pci(g.bdf));
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = i + 1; j < n; ++j) {
       const Connection& c = a.matrix.cells[i][j];
-      std::string pair =
-          fmt::format("GPU{}-GPU{} {}", topo.gpus[i].index, topo.gpus[j].index, label(c));
       if (c.path == PathClass::kNvLink) {
-        if (nv_example.empty()) nv_example = pair;
+        if (nv_example.empty()) nv_example = pair(i, j);
         continue;
       }
-      if (pcie_example.empty()) pcie_example = pair;
-      const PciNode* pa = topo.find_pci(topo.gpus[i].bdf);
-      const PciNode* pb = topo.find_pci(topo.gpus[j].bdf);
+      if (pcie_example.empty()) pcie_example = pair(i, j);
+      const PciNode* pa = nodes[i];
+      const PciNode* pb = nodes[j];
       if (pa && pb && pa->root_complex != pb->root_complex) {
-        cross_root_pairs.push_back(pair);
+        if (++cross_root_count > kListedInAFinding) continue;
+        cross_root_pairs.push_back(pair(i, j));
         roots_seen.insert(fmt::format("GPU{} under {}", topo.gpus[i].index, pa->root_complex));
         roots_seen.insert(fmt::format("GPU{} under {}", topo.gpus[j].index, pb->root_complex));
       }
     }
   }
-  if (!cross_root_pairs.empty()) {
+  if (cross_root_count > 0) {
     out.push_back({Severity::kWarning, "different-root-complexes",
                    fmt::format("{} GPU pair(s) without NVLink sit under different root "
                                "complexes: their traffic crosses the CPU ({})",
-                               cross_root_pairs.size(), fmt::join(cross_root_pairs, ", ")),
+                               cross_root_count, listed(cross_root_pairs, cross_root_count)),
                    fmt::format("{}", fmt::join(roots_seen, ", ")),
                    "keep tightly coupled ranks on GPUs of one root complex or PCIe switch"});
   }
@@ -244,11 +286,13 @@ void gpu_pair_findings(const Topology& topo, const Analysis& a, std::vector<Find
     it->second.push_back(fmt::format("GPU{}-GPU{}", v.gpu_a, v.gpu_b));
   }
   for (const auto& [reason, pairs] : refused) {
+    std::vector<std::string> shown(pairs.begin(),
+                                   pairs.begin() + std::min(pairs.size(), kListedInAFinding));
     out.push_back(
         {Severity::kWarning, "p2p-unavailable",
          fmt::format("P2P is off for {}: NCCL and CUDA-IPC traffic between them is "
                      "staged through host memory",
-                     fmt::join(pairs, ", ")),
+                     listed(shown, pairs.size())),
          "cudaDeviceCanAccessPeer = 0; likely reason: " + reason,
          "remove the cause named in the evidence; until then NCCL moves data between these GPUs "
          "through host memory, at a fraction of P2P bandwidth"});
@@ -278,19 +322,41 @@ void nvlink_findings(const Topology& topo, std::vector<Finding>& out) {
   }
 }
 
+void network_findings(const Topology& topo, std::vector<Finding>& out) {
+  if (topo.gpus.empty()) return;
+  bool file = topo.source.rfind("sysfs:", 0) != 0;
+  if (topo.nics.empty()) {
+    out.push_back({Severity::kNote, "no-nic",
+                   "no network device on the PCIe tree: NCCL cannot run across nodes from here",
+                   file ? "no <nic> element and no network-class <pci> (class 0x02) in the file"
+                        : "no /sys/class/infiniband or /sys/class/net device with a PCI address",
+                   ""});
+    return;
+  }
+  if (std::none_of(topo.nics.begin(), topo.nics.end(),
+                   [](const Nic& n) { return is_rdma(n.kind); })) {
+    out.push_back({Severity::kNote, "no-rdma-nic",
+                   "no RDMA NIC (InfiniBand or RoCE): across nodes NCCL would use its socket "
+                   "transport, staged through host memory at a fraction of RDMA bandwidth",
+                   fmt::format("{} NIC(s), all plain Ethernet", topo.nics.size()),
+                   "fine for one node; for multi-node training use an instance type or fabric "
+                   "with RDMA"});
+  }
+}
+
 }  // namespace
 
 std::vector<Finding> find_problems(const Topology& topo, const Analysis& analysis) {
   std::vector<Finding> out;
+  rules::driver_findings(topo, out);
   pcie_findings(topo, out);
-  numa_findings(topo, analysis, out);
+  rules::peer_findings(topo, analysis, out);
+  numa_unknown_findings(topo, out);
+  nic_path_findings(topo, analysis, out);
   gpu_pair_findings(topo, analysis, out);
   nvlink_findings(topo, out);
-  if (!topo.gpus.empty() && topo.nics.empty()) {
-    out.push_back({Severity::kNote, "no-nic",
-                   "no network device on the PCIe tree: NCCL cannot run across nodes from here",
-                   "no /sys/class/infiniband or /sys/class/net device with a PCI address", ""});
-  }
+  rules::nvlink_symmetry_findings(topo, out);
+  network_findings(topo, out);
   std::stable_sort(out.begin(), out.end(), [](const Finding& x, const Finding& y) {
     return x.severity == Severity::kWarning && y.severity != Severity::kWarning;
   });

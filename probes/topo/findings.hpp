@@ -2,6 +2,7 @@
 // classify.cpp so that the rules read as a list.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ std::string p2p_summary(const Topology& topo);
 // The likely reason CUDA refuses P2P between two GPUs on this path.
 std::string p2p_refusal_reason(const Topology& topo, const Gpu& a, const Gpu& b,
                                const Connection& path);
+
+// Why the GPUs cannot be driven at all (one bound to no driver, or to vfio-pci), for the
+// launchers to refuse before starting workers; nullopt when nothing says so.
+std::optional<std::string> unusable_driver(const Topology& topo);
 
 // Warnings first, then notes; each with its evidence.
 std::vector<Finding> find_problems(const Topology& topo, const Analysis& analysis);

@@ -1,6 +1,7 @@
 #include "probes/topo/nccl_xml.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -47,6 +48,20 @@ std::optional<uint32_t> parse_hex(std::string_view text, size_t max_digits) {
     return std::nullopt;
   }
   return value;
+}
+
+// Whether an NCCL <net> is an RDMA device. NCCL's socket transport writes gdr="0" and its
+// device number as the guid ("0x0", "0x1"); an RDMA device has a 64-bit EUI-64 GUID, and
+// gdr="1" when GPUDirect RDMA is possible. A guid alone says nothing.
+bool is_rdma_net(const xml::Element& net) {
+  const std::string* gdr = net.attribute("gdr");
+  if (gdr && *gdr == "1") return true;
+  const std::string* guid = net.attribute("guid");
+  if (!guid || !(guid->starts_with("0x") || guid->starts_with("0X"))) return false;
+  uint64_t value = 0;
+  std::string_view digits = std::string_view(*guid).substr(2);
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
+  return ec == std::errc() && ptr == digits.data() + digits.size() && value > 0xffff;
 }
 
 std::string format_cpulist(const std::vector<int>& cpus) {
@@ -107,6 +122,7 @@ struct CpuScope {
 struct PciScope {
   std::string bdf;
   uint32_t class_code = 0;
+  uint16_t vendor = 0;  // 0 when the file does not say
   uint16_t device = 0;
   PcieLink link;
 };
@@ -135,6 +151,11 @@ class Reader {
   Topology& topo_;
   std::map<std::string, int> line_of_;  // bdf or cpu id -> line, to reject duplicates
 
+ public:
+  std::vector<std::string> pci_only_gpus_;  // bus ids of GPUs known only by their PCI class
+  std::vector<std::string> pci_only_nics_;
+
+ private:
   [[noreturn]] void fail(const xml::Element& e, const std::string& what) const {
     throw usage_error(source_ + ":" + std::to_string(e.line) + ": " + what);
   }
@@ -175,6 +196,19 @@ class Reader {
     return *bdf;
   }
 
+  // The 24-bit class code. Vendors' files often write only class and subclass ("0x0302"); NCCL
+  // matches class codes by prefix, so "0x03", "0x0302" and "0x030200" are all display
+  // controllers. A short code is widened with zeros: 0x0302 -> 0x030200.
+  uint32_t class_attr(const xml::Element& e) const {
+    const std::string* text = e.attribute("class");
+    if (!text) fail(e, describe(e) + " has no class: expected one such as 0x060400");
+    const std::string expected = "a hex PCI class of 2, 4 or 6 digits such as 0x060400 or 0x0302";
+    auto value = parse_hex(*text, 6);
+    size_t digits = text->size() - 2;
+    if (!value || digits % 2 != 0) fail_value(e, "class", *text, expected);
+    return *value << (4 * (6 - digits));
+  }
+
   void add_nvswitch(const std::string& bdf) {
     auto& switches = topo_.nvswitches;
     auto same = [&](const NvSwitch& s) { return s.bdf == bdf; };
@@ -212,9 +246,7 @@ class Reader {
     PciNode node;
     node.bdf = bdf_attr(e, "busid");
     claim(e, node.bdf, "busid \"" + node.bdf + "\"");
-    if (!e.attribute("class"))
-      fail(e, describe(e) + " has no class: expected one such as 0x060400");
-    node.class_code = *hex_attr(e, "class", 6, "a hex PCI class such as 0x060400");
+    node.class_code = class_attr(e);
     node.vendor = static_cast<uint16_t>(
         hex_attr(e, "vendor", 4, "a hex PCI vendor ID such as 0x10de").value_or(0));
     node.device = static_cast<uint16_t>(
@@ -231,14 +263,16 @@ class Reader {
     node.link.max_width =
         int_attr(e, "link_width", 0, 0, kMaxPcieLanes, "a number of lanes such as 16");
     if (node.class_code == kClassBridgeOther) add_nvswitch(node.bdf);
-    PciScope scope{node.bdf, node.class_code, node.device, node.link};
+    PciScope scope{node.bdf, node.class_code, node.vendor, node.device, node.link};
     topo_.pci.push_back(std::move(node));
 
     const xml::Element* gpu = nullptr;
+    bool has_nic = false;
     for (const xml::Element& child : e.children) {
       if (child.name == "pci") {
         read_pci(child, cpu, &scope);
       } else if (child.name == "nic") {
+        has_nic = true;
         read_nic(child, cpu, &scope);
       } else if (child.name == "gpu") {
         if (gpu)
@@ -248,6 +282,37 @@ class Reader {
         read_gpu(child, cpu, scope);
       }
     }
+    // A vendor's file names devices only by class; NCCL fills in the <gpu> and <nic> from the
+    // machine at run time. Read them as NCCL does: a display function of NVIDIA (or of no stated
+    // vendor) is a GPU, a network function is a NIC.
+    if (!gpu && is_display_class(scope.class_code) &&
+        (scope.vendor == kVendorNvidia || scope.vendor == 0)) {
+      add_pci_only_gpu(cpu, scope);
+    }
+    if (!has_nic && is_network_class(scope.class_code)) add_pci_only_nic(cpu, scope);
+  }
+
+  void add_pci_only_gpu(const CpuScope& cpu, const PciScope& pci) {
+    Gpu gpu;
+    gpu.bdf = pci.bdf;
+    gpu.numa_node = cpu.numa_node;
+    gpu.cpu_affinity = cpu.cpu_affinity;
+    gpu.pcie = pci.link;
+    gpu.nvlinks_known = false;
+    if (pci.device != 0) gpu.name = fmt::format("NVIDIA device {:04x}", pci.device);
+    topo_.gpus.push_back(std::move(gpu));
+    pci_only_gpus_.push_back(pci.bdf);
+  }
+
+  void add_pci_only_nic(const CpuScope& cpu, const PciScope& pci) {
+    Nic nic;
+    nic.bdf = pci.bdf;
+    nic.pcie = pci.link;
+    nic.numa_node = cpu.numa_node;
+    nic.kind =
+        (pci.class_code >> 8) == kClassInfiniBand ? NicKind::kInfiniBand : NicKind::kEthernet;
+    topo_.nics.push_back(std::move(nic));
+    pci_only_nics_.push_back(pci.bdf);
   }
 
   void read_gpu(const xml::Element& e, const CpuScope& cpu, const PciScope& pci) {
@@ -293,7 +358,8 @@ class Reader {
     for (const xml::Element& net : e.children) {
       if (net.name != "net") continue;
       Nic nic;
-      if (const std::string* name = net.attribute("name")) nic.name = *name;
+      // Names reach the terminal: control characters and non-ASCII bytes are escaped.
+      if (const std::string* name = net.attribute("name")) nic.name = excerpt(*name, 64);
       if (pci) {
         nic.bdf = pci->bdf;
         nic.pcie = pci->link;
@@ -306,8 +372,8 @@ class Reader {
       nic.port_rate_gbps = speed_mbps / 1000.0;
       if (pci && (pci->class_code >> 8) == kClassInfiniBand) {
         nic.kind = NicKind::kInfiniBand;
-      } else if (net.attribute("guid")) {  // an RDMA device on an Ethernet function
-        nic.kind = NicKind::kRoce;
+      } else if (is_rdma_net(net)) {
+        nic.kind = pci ? NicKind::kRoce : NicKind::kRdma;  // RDMA over an Ethernet function
       } else {
         nic.kind = NicKind::kEthernet;
       }
@@ -332,7 +398,8 @@ Topology parse_nccl_xml(std::string_view text, const std::string& source_name) {
   Topology topo;
   topo.source = "nccl-xml:" + source_name;
   topo.pci_hops_collapsed = true;
-  Reader(source_name, topo).read_system(root);
+  Reader reader(source_name, topo);
+  reader.read_system(root);
 
   std::sort(topo.gpus.begin(), topo.gpus.end(),
             [](const Gpu& a, const Gpu& b) { return a.bdf < b.bdf; });  // nvidia-smi's order
@@ -347,6 +414,30 @@ Topology parse_nccl_xml(std::string_view text, const std::string& source_name) {
                           "not recorded in NCCL topology files; run commtool topo on the machine "
                           "itself"});
   topo.missing.push_back({"GPU names", "not recorded in NCCL topology files"});
+  if (!reader.pci_only_gpus_.empty()) {
+    topo.missing.push_back(
+        {fmt::format("model, CUDA device and NVLinks of {} GPU(s)", reader.pci_only_gpus_.size()),
+         fmt::format("the file lists them only as display-class PCI functions ({}); NCCL fills "
+                     "these in from the machine at run time, so their NVLinks are unknown, not "
+                     "absent",
+                     fmt::join(reader.pci_only_gpus_, ", "))});
+  }
+  if (!reader.pci_only_nics_.empty()) {
+    topo.missing.push_back(
+        {fmt::format("name, port rate and RDMA capability of {} NIC(s)",
+                     reader.pci_only_nics_.size()),
+         fmt::format("the file lists them only as network-class PCI functions ({}); NCCL asks "
+                     "its network plugin at run time (class 0x0207 is InfiniBand; an Ethernet "
+                     "function may or may not be RoCE)",
+                     fmt::join(reader.pci_only_nics_, ", "))});
+  }
+  if (std::any_of(topo.root_complexes.begin(), topo.root_complexes.end(),
+                  [](const RootComplex& r) { return r.numa_node == kUnknownNuma; })) {
+    topo.missing.push_back({"NUMA node of some CPUs",
+                            "a <cpu> without numaid (or numaid=\"-1\"): the devices under it "
+                            "have no NUMA node"});
+  }
+  topo.reindex();
   return topo;
 }
 

@@ -138,18 +138,19 @@ void read_pcie(const Nvml& nvml, nvmlDevice_t dev, PcieLink& link) {
 void enrich_with_nvml(Topology& topo) {
   Nvml nvml;
   if (!nvml.lib) {
-    topo.missing.push_back({"NVML", "cannot load libnvidia-ml.so.1 (" + nvml.lib.error() +
-                                        "): no names, NVLink or driver version"});
+    topo.nvml_error = "cannot load libnvidia-ml.so.1 (" + nvml.lib.error() + ")";
+    topo.missing.push_back({"NVML", topo.nvml_error + ": no names, NVLink or driver version"});
     return;
   }
   if (!nvml.complete()) {
-    topo.missing.push_back({"NVML",
-                            "libnvidia-ml.so.1 lacks entry points commtool needs "
-                            "(driver older than R450?)"});
+    topo.nvml_error =
+        "libnvidia-ml.so.1 lacks entry points commtool needs (driver older than R450?)";
+    topo.missing.push_back({"NVML", topo.nvml_error});
     return;
   }
   if (nvmlReturn_t r = nvml.init(); r != NVML_SUCCESS) {
-    topo.missing.push_back({"NVML", "nvmlInit failed: " + nvml.why(r)});
+    topo.nvml_error = "nvmlInit failed: " + nvml.why(r);
+    topo.missing.push_back({"NVML", topo.nvml_error});
     return;
   }
   topo.nvml_available = true;
@@ -171,6 +172,7 @@ void enrich_with_nvml(Topology& topo) {
     }
     read_pcie(nvml, dev, gpu.pcie);
     read_nvlinks(nvml, dev, topo, gpu);
+    gpu.nvlinks_known = true;
   }
   nvml.shutdown();
 }

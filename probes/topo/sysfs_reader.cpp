@@ -228,6 +228,16 @@ class Reader {
     return -1;
   }
 
+  // The driver bound to a function: the name its `driver` link points at. A live /sys always
+  // has the link when a driver is bound; a capture may simply not have copied it.
+  std::optional<std::string> bound_driver(const fs::path& function_dir) const {
+    std::error_code ec;
+    fs::path target = fs::read_symlink(function_dir / "driver", ec);
+    if (!ec) return target.filename().string();
+    if (opt_.strict) return std::nullopt;
+    return std::string();
+  }
+
   void add_gpu(const PciPath& path) {
     const PciNode& node = topo_.pci[seen_.at(path.bdfs.back())];
     Gpu g;
@@ -236,6 +246,8 @@ class Reader {
     g.cpu_affinity = read_attr(path.function_dir / "local_cpulist").value_or("");
     g.pcie = node.link;
     g.name = fmt::format("NVIDIA device {:04x}", node.device);
+    g.kernel_driver = bound_driver(path.function_dir);
+    g.nvlinks_known = false;  // sysfs has no NVLink; NVML fills them in
     if (path.bdfs.size() >= 2) {
       const PciNode& port = topo_.pci[seen_.at(path.bdfs[path.bdfs.size() - 2])];
       g.pcie.port_max_gen = port.link.max_gen;
@@ -366,6 +378,7 @@ class Reader {
               [](const PciNode& a, const PciNode& b) { return a.bdf < b.bdf; });
     std::sort(topo_.root_complexes.begin(), topo_.root_complexes.end(),
               [](const RootComplex& a, const RootComplex& b) { return a.id < b.id; });
+    topo_.reindex();
   }
 
   SysfsOptions opt_;

@@ -17,9 +17,33 @@ int PcieLink::attainable_width() const {
   return max_width;
 }
 
+namespace {
+
+// The element at the indexed position when the index is current for it, else a linear search.
+template <typename T>
+const T* lookup(const std::vector<T>& items, const std::unordered_map<std::string, size_t>& index,
+                const std::string& bdf) {
+  if (auto hit = index.find(bdf);
+      hit != index.end() && hit->second < items.size() && items[hit->second].bdf == bdf) {
+    return &items[hit->second];
+  }
+  auto it = std::find_if(items.begin(), items.end(), [&](const T& x) { return x.bdf == bdf; });
+  return it == items.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+void Topology::reindex() {
+  pci_index_.clear();
+  gpu_index_.clear();
+  for (size_t i = 0; i < pci.size(); ++i)
+    pci_index_.emplace(pci[i].bdf, i);
+  for (size_t i = 0; i < gpus.size(); ++i)
+    gpu_index_.emplace(gpus[i].bdf, i);
+}
+
 const PciNode* Topology::find_pci(const std::string& bdf) const {
-  auto it = std::find_if(pci.begin(), pci.end(), [&](const PciNode& n) { return n.bdf == bdf; });
-  return it == pci.end() ? nullptr : &*it;
+  return lookup(pci, pci_index_, bdf);
 }
 
 const RootComplex* Topology::find_root(const std::string& id) const {
@@ -29,8 +53,7 @@ const RootComplex* Topology::find_root(const std::string& id) const {
 }
 
 const Gpu* Topology::find_gpu_by_bdf(const std::string& bdf) const {
-  auto it = std::find_if(gpus.begin(), gpus.end(), [&](const Gpu& g) { return g.bdf == bdf; });
-  return it == gpus.end() ? nullptr : &*it;
+  return lookup(gpus, gpu_index_, bdf);
 }
 
 namespace {
@@ -104,6 +127,8 @@ std::string to_string(NicKind kind) {
       return "RoCE";
     case NicKind::kEthernet:
       return "Ethernet";
+    case NicKind::kRdma:
+      return "RDMA";
   }
   return "?";
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace commtool::topo {
@@ -86,9 +87,22 @@ struct Gpu {
   std::string cpu_affinity;  // cpulist, e.g. "0-15,32-47"
   PcieLink pcie;
   std::vector<NvLink> nvlinks;
+  // false when the source lists the GPU only as a PCI function (a vendor's NCCL topology file
+  // with a display-class <pci> and no <gpu> inside): its NVLinks are unknown, not absent.
+  bool nvlinks_known = true;
+  // The kernel driver bound to the PCI function (the sysfs `driver` link): "nvidia", "vfio-pci",
+  // "nouveau", or "" when none is bound; nullopt when the source cannot tell (a capture or an
+  // NCCL file).
+  std::optional<std::string> kernel_driver;
 };
 
-enum class NicKind { kInfiniBand, kRoce, kEthernet };
+// kRdma: an RDMA device whose link layer the source does not say (an NCCL <nic> outside any
+// <pci>); kEthernet is plain Ethernet, which NCCL drives through sockets.
+enum class NicKind { kInfiniBand, kRoce, kEthernet, kRdma };
+
+inline bool is_rdma(NicKind kind) {
+  return kind != NicKind::kEthernet;
+}
 
 struct Nic {
   int index = 0;
@@ -136,6 +150,8 @@ struct Topology {
   bool p2p_queried = false;
   std::string driver_version;  // from NVML or the NCCL XML, empty when unknown
   bool nvml_available = false;
+  std::string nvml_error;  // why NVML could not be used, when it was asked and failed
+  std::string cuda_error;  // why CUDA could not be used, when it was asked and failed
   bool cuda_available = false;
   bool cuda_queried = false;  // false when CUDA had nothing to add (see cuda_needed)
   bool in_vm = false;         // hypervisor flag seen in /proc/cpuinfo
@@ -143,9 +159,16 @@ struct Topology {
   int iommu_groups = -1;      // number of IOMMU groups; 0 = no IOMMU, -1 unknown
   std::vector<Missing> missing;
 
+  // Lookups by bus id are indexed: call reindex() after changing pci or gpus (the readers do);
+  // a stale index falls back to a linear search, so it is never wrong, only slower.
   const PciNode* find_pci(const std::string& bdf) const;
   const RootComplex* find_root(const std::string& id) const;
   const Gpu* find_gpu_by_bdf(const std::string& bdf) const;
+  void reindex();
+
+ private:
+  std::unordered_map<std::string, size_t> pci_index_;
+  std::unordered_map<std::string, size_t> gpu_index_;
 };
 
 // "0000:3B:00.0", "00000000:3b:00.0" (NVML), "3b:00.0" -> "0000:3b:00.0"; nullopt otherwise.

@@ -13,6 +13,12 @@ json numa_json(int numa) {
 json positive_or_null(int v) {
   return v > 0 ? json(v) : json(nullptr);
 }
+json positive_or_null(double v) {
+  return v > 0 ? json(v) : json(nullptr);
+}
+json text_or_null(const std::string& s) {
+  return s.empty() ? json(nullptr) : json(s);
+}
 
 json link_json(const PcieLink& l) {
   return {{"current_gen", positive_or_null(l.current_gen)},
@@ -28,6 +34,11 @@ json gpus_json(const Topology& topo, const Analysis& a) {
   for (size_t i = 0; i < topo.gpus.size(); ++i) {
     const Gpu& g = topo.gpus[i];
     const GpuLinkRates& r = a.rates[i];
+    // 0 GB/s is a fact only when the links are known and none is up; with active links of an
+    // unknown generation the rate is unknown.
+    json nvlink_gbps = !g.nvlinks_known                                  ? json(nullptr)
+                       : r.nvlink_active > 0 && r.nvlink_generation == 0 ? json(nullptr)
+                                                                         : json(r.nvlink_gbps);
     json links = json::array();
     for (const NvLink& l : g.nvlinks) {
       links.push_back({{"link", l.link},
@@ -40,19 +51,20 @@ json gpus_json(const Topology& topo, const Analysis& a) {
     out.push_back({{"index", g.index},
                    {"cuda_ordinal", g.cuda_ordinal >= 0 ? json(g.cuda_ordinal) : json(nullptr)},
                    {"bus_id", g.bdf},
-                   {"name", g.name},
+                   {"name", text_or_null(g.name)},
+                   {"kernel_driver", g.kernel_driver ? json(*g.kernel_driver) : json(nullptr)},
                    {"sm", positive_or_null(g.sm)},
                    {"numa_node", numa_json(g.numa_node)},
                    {"cpu_affinity", g.cpu_affinity},
                    {"pcie", link_json(g.pcie)},
                    {"expected",
-                    {{"pcie_raw_gbps", r.pcie_raw_gbps},
-                     {"pcie_payload_gbps", r.pcie_payload_gbps},
-                     {"pcie_current_raw_gbps", r.pcie_current_raw_gbps},
-                     {"nvlink_active", r.nvlink_active},
+                    {{"pcie_raw_gbps", positive_or_null(r.pcie_raw_gbps)},
+                     {"pcie_payload_gbps", positive_or_null(r.pcie_payload_gbps)},
+                     {"pcie_current_raw_gbps", positive_or_null(r.pcie_current_raw_gbps)},
+                     {"nvlink_active", g.nvlinks_known ? json(r.nvlink_active) : json(nullptr)},
                      {"nvlink_generation", positive_or_null(r.nvlink_generation)},
-                     {"nvlink_gbps", r.nvlink_gbps}}},
-                   {"nvlinks", links}});
+                     {"nvlink_gbps", nvlink_gbps}}},
+                   {"nvlinks", g.nvlinks_known ? links : json(nullptr)}});
   }
   return out;
 }
@@ -62,7 +74,7 @@ json nics_json(const Topology& topo) {
   for (const Nic& n : topo.nics) {
     out.push_back(
         {{"index", n.index},
-         {"name", n.name},
+         {"name", text_or_null(n.name)},
          {"kind", to_string(n.kind)},
          {"bus_id", n.bdf.empty() ? json(nullptr) : json(n.bdf)},
          {"numa_node", numa_json(n.numa_node)},
@@ -110,11 +122,12 @@ json analysis_json(const Topology& topo, const Analysis& a) {
   }
   json pairing = json::array();
   for (const NicPairing& p : a.nic_pairing) {
-    pairing.push_back({{"gpu", p.gpu},
-                       {"nic", p.nic >= 0 ? json(p.nic) : json(nullptr)},
-                       {"nic_name", p.nic >= 0 ? json(topo.nics[static_cast<size_t>(p.nic)].name)
-                                               : json(nullptr)},
-                       {"path", p.nic >= 0 ? json(label(p.path)) : json(nullptr)}});
+    pairing.push_back(
+        {{"gpu", p.gpu},
+         {"nic", p.nic >= 0 ? json(p.nic) : json(nullptr)},
+         {"nic_name",
+          p.nic >= 0 ? text_or_null(topo.nics[static_cast<size_t>(p.nic)].name) : json(nullptr)},
+         {"path", p.nic >= 0 ? json(label(p.path)) : json(nullptr)}});
   }
   json p2p = json::array();
   for (const P2pVerdict& v : a.p2p) {

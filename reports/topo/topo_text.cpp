@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -16,6 +17,9 @@ namespace {
 
 std::string or_dash(const std::string& s) {
   return s.empty() ? "-" : s;
+}
+std::string or_unknown(const std::string& s) {
+  return s.empty() ? "?" : s;
 }
 std::string numa_text(int numa) {
   return numa == kUnknownNuma ? "-" : std::to_string(numa);
@@ -42,7 +46,7 @@ std::string gpu_section(const Topology& topo, const Analysis& a) {
                                                              r.pcie_payload_gbps, r.pcie_raw_gbps)
                                                : "?";
     t.add_row(
-        {std::to_string(g.index), g.bdf, g.name,
+        {std::to_string(g.index), g.bdf, or_unknown(g.name),
          g.cuda_ordinal >= 0 ? std::to_string(g.cuda_ordinal) : "-", numa_text(g.numa_node),
          or_dash(g.cpu_affinity), link_text(g.pcie.current_gen, g.pcie.current_width),
          link_text(g.pcie.max_gen, g.pcie.max_width),
@@ -64,6 +68,10 @@ std::string nvlink_section(const Topology& topo, const Analysis& a) {
   for (size_t i = 0; i < topo.gpus.size(); ++i) {
     const Gpu& g = topo.gpus[i];
     const GpuLinkRates& r = a.rates[i];
+    if (!g.nvlinks_known) {
+      out += fmt::format("  GPU{}: unknown (see Not available)\n", g.index);
+      continue;
+    }
     if (g.nvlinks.empty()) {
       out += fmt::format("  GPU{}: no NVLink\n", g.index);
       continue;
@@ -97,10 +105,11 @@ std::string nvlink_section(const Topology& topo, const Analysis& a) {
 std::string tree_section(const Topology& topo) {
   std::map<std::string, std::string> names;
   for (const Gpu& g : topo.gpus)
-    names[g.bdf] = fmt::format("GPU{} {}", g.index, g.name);
+    names[g.bdf] = fmt::format("GPU{} {}", g.index, or_unknown(g.name));
   for (const Nic& n : topo.nics) {
     if (!n.bdf.empty())
-      names[n.bdf] += (names[n.bdf].empty() ? "" : ", ") + fmt::format("NIC{} {}", n.index, n.name);
+      names[n.bdf] +=
+          (names[n.bdf].empty() ? "" : ", ") + fmt::format("NIC{} {}", n.index, or_unknown(n.name));
   }
   for (const NvSwitch& s : topo.nvswitches)
     names[s.bdf] = "NVSwitch";
@@ -144,7 +153,7 @@ std::string nic_section(const Topology& topo) {
   if (topo.nics.empty()) return section("NICs") + "  none found\n";
   TextTable t({"NIC", "Name", "Kind", "Bus id", "NUMA", "Port rate", "PCIe max", "Netdevs"});
   for (const Nic& n : topo.nics) {
-    t.add_row({std::to_string(n.index), n.name, to_string(n.kind), or_dash(n.bdf),
+    t.add_row({std::to_string(n.index), or_unknown(n.name), to_string(n.kind), or_dash(n.bdf),
                numa_text(n.numa_node),
                n.port_rate_gbps > 0 ? fmt::format("{:g} Gb/s", n.port_rate_gbps) : "?",
                link_text(n.pcie.max_gen, n.pcie.max_width),
@@ -153,9 +162,36 @@ std::string nic_section(const Topology& topo) {
   return section("NICs") + t.render();
 }
 
+// Past this many GPUs and NICs together the matrix is summarised: a 4,096-column table helps
+// no one, and --json still carries every cell.
+constexpr size_t kMatrixPrintedUpTo = 64;
+
+std::string matrix_summary(const Topology& topo, const Analysis& a) {
+  const size_t gpus = topo.gpus.size();
+  using Key = std::pair<PathClass, int>;  // counted by value: 8 M pairs, no string each
+  std::map<Key, size_t> gpu_pairs, gpu_nic_pairs;
+  for (size_t r = 0; r < gpus; ++r) {
+    for (size_t c = r + 1; c < a.matrix.labels.size(); ++c) {
+      const Connection& cell = a.matrix.cells[r][c];
+      ++(c < gpus ? gpu_pairs : gpu_nic_pairs)[{cell.path, cell.nvlinks}];
+    }
+  }
+  auto counts = [](const std::map<Key, size_t>& m) {
+    std::vector<std::string> parts;
+    for (const auto& [key, n] : m)
+      parts.push_back(fmt::format("{} {}", label(Connection{key.first, key.second, false}), n));
+    return parts.empty() ? std::string("none") : fmt::format("{}", fmt::join(parts, ", "));
+  };
+  return fmt::format(
+      "  {} GPUs and {} NICs: too many to print as a table (more than {}); pairs by path:\n"
+      "    GPU-GPU: {}\n    GPU-NIC: {}\n  --json carries every cell.\n",
+      gpus, topo.nics.size(), kMatrixPrintedUpTo, counts(gpu_pairs), counts(gpu_nic_pairs));
+}
+
 std::string matrix_section(const Topology& topo, const Analysis& a) {
   std::string out = section("Connection matrix");
   if (a.matrix.labels.empty()) return out + "  nothing to connect\n";
+  if (a.matrix.labels.size() > kMatrixPrintedUpTo) return out + matrix_summary(topo, a);
   std::vector<std::string> header{""};
   for (const auto& l : a.matrix.labels)
     header.push_back(l);
@@ -196,7 +232,7 @@ std::string pairing_section(const Topology& topo, const Analysis& a) {
       continue;
     }
     out += fmt::format("  GPU{} -> NIC{} {} ({})\n", p.gpu, p.nic,
-                       topo.nics[static_cast<size_t>(p.nic)].name, label(p.path));
+                       or_unknown(topo.nics[static_cast<size_t>(p.nic)].name), label(p.path));
   }
   return out;
 }
@@ -219,9 +255,17 @@ std::string p2p_section(const Analysis& a) {
   return out + t.render() + "  Perf rank: cudaDevP2PAttrPerformanceRank, lower is better.\n";
 }
 
+// The verdict leads: how many warnings and notes, then each, before any detail.
 std::string findings_section(const Analysis& a) {
-  std::string out = section("Findings");
-  if (a.findings.empty()) return out + "  nothing wrong found\n";
+  auto count = [&](Severity s) {
+    return std::count_if(a.findings.begin(), a.findings.end(),
+                         [&](const Finding& f) { return f.severity == s; });
+  };
+  const auto warnings = count(Severity::kWarning);
+  const auto notes = count(Severity::kNote);
+  if (a.findings.empty()) return "Verdict: nothing wrong found\n";
+  std::string out = fmt::format("Verdict: {} warning{}, {} note{}\n", warnings,
+                                warnings == 1 ? "" : "s", notes, notes == 1 ? "" : "s");
   for (const Finding& f : a.findings) {
     out += fmt::format("  {} [{}] {}\n", f.severity == Severity::kWarning ? "WARNING" : "note",
                        f.code, f.message);
@@ -247,6 +291,7 @@ std::string render_topo_text(const Topology& topo, const Analysis& analysis) {
                   topo.gpus.size(), topo.nics.size(), topo.nvswitches.size(), topo.source,
                   topo.driver_version.empty() ? "" : "; driver " + topo.driver_version,
                   topo.in_vm ? "; virtual machine" : "");
+  out += findings_section(analysis);
   out += gpu_section(topo, analysis);
   out += nvlink_section(topo, analysis);
   out += nic_section(topo);
@@ -254,7 +299,6 @@ std::string render_topo_text(const Topology& topo, const Analysis& analysis) {
   out += matrix_section(topo, analysis);
   out += pairing_section(topo, analysis);
   out += p2p_section(analysis);
-  out += findings_section(analysis);
   out += missing_section(topo);
   return out;
 }
