@@ -375,7 +375,7 @@ TEST(CliDiagnoseEp, DryRunNeedsNoGpuAndPrintsRoutingMatricesAndDiagnosis) {
   EXPECT_TRUE(contains(r.out, "routing: generated, skew zipf:1.2, seed 1")) << r.out;
   EXPECT_TRUE(contains(r.out, "Dispatch matrix (MiB")) << r.out;
   // Zipf puts expert 0, the hottest, on rank 0 under the contiguous placement.
-  EXPECT_TRUE(contains(r.out, "  - rank 0 receives")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  WARNING [rank-imbalance] rank 0 receives")) << r.out;
   EXPECT_TRUE(contains(r.out, "(planned; --dry-run measures nothing)")) << r.out;
   EXPECT_FALSE(contains(r.out, "Measured")) << r.out;
 }
@@ -411,7 +411,7 @@ TEST(CliDiagnoseEp, PlacementFileMovesTheExperts) {
   ASSERT_EQ(r.code, 0) << r.out;
   // placement.csv puts experts 0 and 7 on rank 3, which now receives the most.
   EXPECT_TRUE(contains(r.out, "  3     0, 7 ")) << r.out;
-  EXPECT_TRUE(contains(r.out, "  - rank 3 receives")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[rank-imbalance] rank 3 receives")) << r.out;
 }
 
 TEST(CliDiagnoseEp, MalformedRoutingFileNamesLineAndField) {
