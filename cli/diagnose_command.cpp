@@ -65,12 +65,19 @@ void check_ep_options(const EpOptions& o) {
   }
 }
 
+// The plan's request. The rank count is --ranks for a dry run and the length of --devices when
+// it lists the ranks; over every GPU only the machine knows it, so a measured run checks all
+// that holds at any rank count first and counts the GPUs last.
 tracing::EpPlanRequest plan_request(const GlobalOptions& global, const EpOptions& o) {
   tracing::EpPlanRequest q = o.plan;
-  q.config.ranks =
-      o.dry_run ? (o.ranks != 0 ? o.ranks : 8) : tracing::ep_rank_count(global.rank_devices);
   q.config.dispatch_bytes_per_element = dispatch_bytes_per_element(o.dtype);
   q.config.skew = tracing::parse_skew(o.skew);
+  if (o.dry_run) {
+    q.config.ranks = o.ranks != 0 ? o.ranks : 8;
+  } else {
+    tracing::check_ep_request(q);
+    q.config.ranks = tracing::ep_rank_count(global.rank_devices);
+  }
   return q;
 }
 
@@ -79,6 +86,7 @@ int run_ep(const GlobalOptions& global, const EpOptions& o) {
   const tracing::EpSetup setup = tracing::plan_ep(plan_request(global, o));
   std::unique_ptr<tracing::EpMeasurement> measured;
   if (!o.dry_run) {
+    tracing::check_ep_memory(setup, global.rank_devices);
     tracing::EpMeasureRequest q;
     q.scenarios = tracing::ep_scenarios(setup);
     q.iters = o.iters;

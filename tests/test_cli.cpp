@@ -544,3 +544,88 @@ TEST(CliBinary, CarriesNoTestWorkerTasks) {
   for (const char* task : {"test-busy-hang", "test-diverge", "test-exchange"})
     EXPECT_EQ(bytes.find(task), std::string::npos) << task;
 }
+
+// ---- Validation before hardware ------------------------------------------------------------
+// A bad value or combination is exit 2 naming the option on any machine: it is checked before
+// commtool looks for a GPU (which, here, would end the run with exit 3 "no NVIDIA GPU found").
+
+namespace {
+
+void expect_usage_error_naming(const std::string& args, const std::string& words) {
+  Result r = run(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+  EXPECT_TRUE(contains(r.out, words)) << args << "\n" << r.out;
+  EXPECT_FALSE(contains(r.out, "no NVIDIA GPU found")) << args << "\n" << r.out;
+}
+
+std::string ranks_on_gpu_0(int n) {
+  std::string list = "0";
+  for (int i = 1; i < n; ++i)
+    list += ",0";
+  return list;
+}
+
+}  // namespace
+
+// Values that mean the same at any rank count: refused before the GPUs are even counted.
+TEST(CliBeforeHardware, BadValuesOfMeasuringCommandsAreExit2NotExit3) {
+  expect_usage_error_naming("diagnose ep --skew zipf:x", "--skew zipf:x");
+  expect_usage_error_naming("diagnose ep --dtype fp16", "--dtype fp16");
+  expect_usage_error_naming("diagnose ep --experts 4 --topk 8", "--topk 8");
+  expect_usage_error_naming("diagnose ep --replicate 300", "--replicate 300");
+  expect_usage_error_naming("diagnose ep --routing " + ep_fixture("bad_counts.csv"),
+                            "bad_counts.csv");
+  expect_usage_error_naming("diagnose ep --routing " + ep_fixture("counts.json") + " --layer 3",
+                            "--layer 3");
+  expect_usage_error_naming("diagnose ep --placement /dev/zero", "/dev/zero");
+  expect_usage_error_naming("diagnose allreduce -b 1 -e 2", "--minbytes");
+  expect_usage_error_naming("trace allreduce -b 1 -e 3", "--minbytes");
+}
+
+// Values that depend on the rank count: with --devices listing the ranks, the count is known
+// without the machine.
+TEST(CliBeforeHardware, ValuesAgainstTheListedRanksAreExit2) {
+  expect_usage_error_naming("--devices 0,0 trace broadcast --root 2", "--root 2");
+  expect_usage_error_naming("--devices 0,0 trace allreduce --inject-fault die:3:1",
+                            "--inject-fault die:3:1");
+  expect_usage_error_naming("--devices 0-19 trace allreduce -d int8", "--dtype int8");
+  expect_usage_error_naming("--devices 0,0,0 trace alltoall -b 4 -e 4", "at least 12 bytes");
+  expect_usage_error_naming("--devices 0-19 diagnose allreduce -d int8 -b 4 -e 4", "--dtype int8");
+  expect_usage_error_naming("--devices " + ranks_on_gpu_0(65) + " diagnose ep",
+                            "65 ranks: an exchange takes 1 to 64");
+  expect_usage_error_naming("--devices 0,0 diagnose ep --placement " + ep_fixture("placement.csv") +
+                                " --experts 8 --topk 2",
+                            "rank 3 is out of range");
+  expect_usage_error_naming(
+      "--devices 0,0,0 diagnose ep --tokens 64 --topk 2 --routing " + ep_fixture("counts.csv"),
+      "counts add up to 512");
+  // Combinations the listed GPUs rule out.
+  expect_usage_error_naming("--devices 0 probe --p2p", "--p2p");
+  expect_usage_error_naming("--devices 0 probe --ipc", "--ipc");
+}
+
+// Each option inside its own range, their product far beyond any machine: refused with what it
+// would need and the limit, before anything is allocated (this used to be std::bad_alloc, exit 1,
+// or a worker's failed allocation).
+TEST(CliBeforeHardware, MemoryARequestWouldNeedIsBoundedAndRefused) {
+  expect_usage_error_naming("--devices 0,0,0,0 trace allreduce -b 64G -e 64G",
+                            "--maxbytes 64G: 4 rank(s) on one GPU with 2 buffer(s) of 64 GiB each "
+                            "would need 512 GiB; the limit is 256 GiB");
+  expect_usage_error_naming("trace allreduce -e 1024G", "the limit is 256 GiB");
+  expect_usage_error_naming("diagnose allreduce -b 64G -e 64G",
+                            "would need 320 GiB; the limit is 256");
+  expect_usage_error_naming(
+      "diagnose ep --dry-run --ranks 64 --tokens 16777216 --experts 65536 --topk 1024",
+      "--tokens 16777216: 64 rank(s) x 16777216 tokens x top-1024 choices of 4 bytes (the "
+      "generated routing) would need 4 TiB; the limit is 16 GiB");
+  expect_usage_error_naming("diagnose ep --tokens 16777216 --hidden 1048576",
+                            "the limit is 256 GiB");
+  expect_usage_error_naming(
+      "--devices " + ranks_on_gpu_0(8) + " diagnose ep --tokens 65536 --hidden 65536",
+      "rank(s) on GPU 0 would need");
+  expect_usage_error_naming("probe --size 64G", "--size 64 GiB");
+  expect_usage_error_naming("--devices 0,0,0,0 probe --ipc --size 64G",
+                            "4 worker rank(s) on one GPU with two buffers of 64 GiB each would "
+                            "need 512 GiB");
+  expect_usage_error_naming("trace allreduce -n 100000", "--iters 100000");
+}
