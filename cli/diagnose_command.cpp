@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/size_sweep.hpp"
 #include "probes/base/error.hpp"
+#include "probes/base/measure/memory_limit.hpp"
 #include "probes/base/output_file.hpp"
 #include "reports/allreduce/allreduce_diagnosis.hpp"
 #include "reports/ep/ep_report.hpp"
@@ -58,6 +59,21 @@ void check_ep_options(const EpOptions& o) {
         "--ranks {}: a measured run has one rank per entry of --devices (a GPU listed N times "
         "carries N ranks); --ranks is for --dry-run",
         o.ranks));
+  }
+  if (o.plan.layer != 0 && o.plan.routing_file.empty()) {
+    throw usage_error(fmt::format(
+        "--layer {}: picks a layer of a --routing file, and none is given", o.plan.layer));
+  }
+  // Every measured exchange's times (and with --trace its records) stay in memory until the
+  // rank reports: routed, uniform and replicated traffic, dispatch and combine each.
+  const uint64_t ops = static_cast<uint64_t>(o.plan.replicate > 0 ? 3 : 2) * 2 *
+                       static_cast<uint64_t>(o.iters + o.warmup) * (o.trace_file.empty() ? 1 : 2);
+  if (!o.dry_run && ops > measure::kMaxOperationsPerRank) {
+    throw usage_error(fmt::format(
+        "--iters {}: {} operations per rank (warm-up included{}), each kept in memory until the "
+        "rank reports; the limit is {}",
+        o.iters, ops, o.trace_file.empty() ? "" : ", twice with --trace",
+        measure::kMaxOperationsPerRank));
   }
   if (!o.plan.routing_file.empty() && o.skew != "uniform") {
     throw usage_error(fmt::format("--skew {}: --routing {} gives the routing; drop one of them",

@@ -165,13 +165,21 @@ uint64_t operations_per_rank(const tracing::TraceRequest& q) {
 // those that hold at any rank count (sizes and type at one rank). Then what the largest size
 // takes of a GPU carrying the most ranks, and how many operations a rank keeps.
 void check_before_hardware(const tracing::TraceRequest& q, const TraceOptions& o) {
+  tracing::TraceRequest planned;
   if (!q.devices.empty()) {
-    tracing::plan_for(q, static_cast<int>(q.devices.size()));
+    planned = tracing::plan_for(q, static_cast<int>(q.devices.size()));
   } else {
     tracing::TraceRequest any = q;
     any.root = 0;
     any.fault.reset();
-    tracing::plan_for(any, 1);
+    planned = tracing::plan_for(any, 1);  // at most as many sizes as at more ranks
+  }
+  // A fault at an operation the run never reaches would never fire: the drill would pass.
+  if (q.fault && q.fault->kind != tracing::FaultKind::kNoJoin &&
+      q.fault->seq >= operations_per_rank(planned)) {
+    throw bad_value("fault", tracing::to_string(*q.fault),
+                    fmt::format("operation {} is never reached: this run has operations 0 to {}",
+                                q.fault->seq, operations_per_rank(planned) - 1));
   }
   const int sharing = std::max(1, workers::summarize_placement(q.devices).most_ranks_on_a_gpu);
   const uint64_t largest = *std::max_element(q.sizes.begin(), q.sizes.end());

@@ -580,6 +580,12 @@ TEST(CliBeforeHardware, BadValuesOfMeasuringCommandsAreExit2NotExit3) {
   expect_usage_error_naming("diagnose ep --placement /dev/zero", "/dev/zero");
   expect_usage_error_naming("diagnose allreduce -b 1 -e 2", "--minbytes");
   expect_usage_error_naming("trace allreduce -b 1 -e 3", "--minbytes");
+  // Combinations that would silently do nothing.
+  expect_usage_error_naming(
+      "trace allreduce -b 1K -e 1K --mode sync -n 2 -w 1 --no-baseline "
+      "--inject-fault die:0:3",
+      "--inject-fault die:0:3: operation 3 is never reached");
+  expect_usage_error_naming("diagnose ep --layer 2", "--layer 2: picks a layer of a --routing");
 }
 
 // Values that depend on the rank count: with --devices listing the ranks, the count is known
@@ -628,4 +634,6 @@ TEST(CliBeforeHardware, MemoryARequestWouldNeedIsBoundedAndRefused) {
                             "4 worker rank(s) on one GPU with two buffers of 64 GiB each would "
                             "need 512 GiB");
   expect_usage_error_naming("trace allreduce -n 100000", "--iters 100000");
+  expect_usage_error_naming("diagnose ep -n 100000 --replicate 2 --trace /tmp/commtool-ep.json",
+                            "--iters 100000: 1200060 operations per rank");
 }
