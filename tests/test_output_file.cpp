@@ -7,10 +7,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "probes/base/error.hpp"
 #include "probes/base/output_file.hpp"
+#include "probes/base/workers/signal_trap.hpp"
 
 namespace fs = std::filesystem;
 using commtool::Error;
@@ -209,27 +211,23 @@ bool has_temp_file(const fs::path& dir) {
   return false;
 }
 
-volatile sig_atomic_t g_handled = 0;
-extern "C" void note_signal(int) {
-  g_handled = 1;
-}
-
 struct Interrupted {
   bool caught_mid_write = false;  // the signal came while the temp file existed
   int status = 0;                 // the child's wait status
 };
 
 // A child process writes `bytes` to dir/out; SIGTERM is sent as soon as its temp file appears.
-// With `own_handler` the child has a SIGTERM handler of its own installed first (as the
-// launcher's SignalTrap is) and exits 0 if that handler ran and the file came out whole.
+// With `own_handler` the child has the launcher's SignalTrap installed first and exits 0 if
+// the trap got the signal and the file came out whole.
 Interrupted interrupt_a_write(const fs::path& dir, size_t bytes, bool own_handler) {
   const fs::path out = dir / "out";
   const pid_t child = ::fork();
   if (child == 0) {
-    if (own_handler) ::signal(SIGTERM, note_signal);
+    std::optional<commtool::workers::SignalTrap> trap;
+    if (own_handler) trap.emplace();
     const std::string content(bytes, 'x');
     commtool::files::write_atomically(out.string(), content, "--output");
-    _exit(own_handler && g_handled && fs::file_size(out) == bytes ? 0 : 1);
+    _exit(trap && trap->take() == SIGTERM && fs::file_size(out) == bytes ? 0 : 1);
   }
   Interrupted r;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -263,9 +261,9 @@ TEST(OutputFile, SigtermWhileWritingRemovesTheTempFileAndStillEndsTheProcess) {
   EXPECT_TRUE(caught) << "no write was slow enough to interrupt";
 }
 
-// A handler installed before (the launcher's SignalTrap) still gets the signal, the process
-// goes on, and the write completes whole.
-TEST(OutputFile, AnEarlierSignalHandlerIsCalledAndTheWriteCompletes) {
+// A handler installed before (the launcher's SignalTrap, which stops the workers in order)
+// still gets the signal, the process goes on, and the write completes whole.
+TEST(OutputFile, TheLaunchersSignalTrapStillGetsTheSignalAndTheWriteCompletes) {
   TempDir dir;
   const Interrupted r = interrupt_a_write(dir.path, 16u << 20, true);
   ASSERT_TRUE(r.caught_mid_write);
