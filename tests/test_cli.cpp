@@ -637,3 +637,8 @@ TEST(CliBeforeHardware, MemoryARequestWouldNeedIsBoundedAndRefused) {
   expect_usage_error_naming("diagnose ep -n 100000 --replicate 2 --trace /tmp/commtool-ep.json",
                             "--iters 100000: 1200060 operations per rank");
 }
+
+// --latency copies nothing of --size: a large one is not refused for it.
+TEST(CliBeforeHardware, LatencyAloneIsNotHeldToTheSizesMemory) {
+  expect_no_gpu_exit_3("probe --latency --size 64G");
+}

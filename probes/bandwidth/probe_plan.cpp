@@ -182,10 +182,12 @@ void check_probe_request(const ProbeRequest& request) {
       (all || request.ipc)
           ? std::max(1, workers::summarize_placement(request.ipc_placement).most_ranks_on_a_gpu)
           : 1;
-  measure::check_memory(
-      "size", size, saturating_mul(request.bytes, 2 * static_cast<uint64_t>(sharing)),
-      measure::kMaxGpuBytes,
-      fmt::format("{} worker rank(s) on one GPU with two buffers of {} each", sharing, size));
+  if (all || request.h2d || request.p2p || request.ipc) {  // --latency alone copies no --size
+    measure::check_memory(
+        "size", size, saturating_mul(request.bytes, 2 * static_cast<uint64_t>(sharing)),
+        measure::kMaxGpuBytes,
+        fmt::format("{} worker rank(s) on one GPU with two buffers of {} each", sharing, size));
+  }
   if (all || request.h2d) {
     measure::check_memory(
         "size", size, saturating_mul(request.bytes, 2), measure::kMaxHostBytes,
