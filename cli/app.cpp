@@ -18,7 +18,8 @@ namespace commtool::cli {
 const char* const kExitCodeHelp =
     "Exit codes:\n"
     "  0  ran (a report of an empty machine counts)\n"
-    "  2  bad usage or input: an unknown option, a malformed value or file\n"
+    "  2  bad usage or input: an unknown option, a malformed value or file, a request\n"
+    "     needing more memory than commtool's limits (checked before any GPU is used)\n"
     "  3  the machine lacks what was asked: no GPU, no NCCL, no P2P\n"
     "  4  a measurement failed verification: the data was wrong\n"
     "  5  a timeout or a hang was detected\n"

@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/size_sweep.hpp"
 #include "probes/base/error.hpp"
+#include "probes/base/measure/memory_limit.hpp"
 #include "probes/base/output_file.hpp"
 #include "reports/allreduce/allreduce_diagnosis.hpp"
 #include "reports/ep/ep_report.hpp"
@@ -59,18 +60,40 @@ void check_ep_options(const EpOptions& o) {
         "carries N ranks); --ranks is for --dry-run",
         o.ranks));
   }
+  if (o.plan.layer != 0 && o.plan.routing_file.empty()) {
+    throw usage_error(fmt::format(
+        "--layer {}: picks a layer of a --routing file, and none is given", o.plan.layer));
+  }
+  // Every measured exchange's times (and with --trace its records) stay in memory until the
+  // rank reports: routed, uniform and replicated traffic, dispatch and combine each.
+  const uint64_t ops = static_cast<uint64_t>(o.plan.replicate > 0 ? 3 : 2) * 2 *
+                       static_cast<uint64_t>(o.iters + o.warmup) * (o.trace_file.empty() ? 1 : 2);
+  if (!o.dry_run && ops > measure::kMaxOperationsPerRank) {
+    throw usage_error(fmt::format(
+        "--iters {}: {} operations per rank (warm-up included{}), each kept in memory until the "
+        "rank reports; the limit is {}",
+        o.iters, ops, o.trace_file.empty() ? "" : ", twice with --trace",
+        measure::kMaxOperationsPerRank));
+  }
   if (!o.plan.routing_file.empty() && o.skew != "uniform") {
     throw usage_error(fmt::format("--skew {}: --routing {} gives the routing; drop one of them",
                                   o.skew, o.plan.routing_file));
   }
 }
 
+// The plan's request. The rank count is --ranks for a dry run and the length of --devices when
+// it lists the ranks; over every GPU only the machine knows it, so a measured run checks all
+// that holds at any rank count first and counts the GPUs last.
 tracing::EpPlanRequest plan_request(const GlobalOptions& global, const EpOptions& o) {
   tracing::EpPlanRequest q = o.plan;
-  q.config.ranks =
-      o.dry_run ? (o.ranks != 0 ? o.ranks : 8) : tracing::ep_rank_count(global.rank_devices);
   q.config.dispatch_bytes_per_element = dispatch_bytes_per_element(o.dtype);
   q.config.skew = tracing::parse_skew(o.skew);
+  if (o.dry_run) {
+    q.config.ranks = o.ranks != 0 ? o.ranks : 8;
+  } else {
+    tracing::check_ep_request(q);
+    q.config.ranks = tracing::ep_rank_count(global.rank_devices);
+  }
   return q;
 }
 
@@ -79,6 +102,7 @@ int run_ep(const GlobalOptions& global, const EpOptions& o) {
   const tracing::EpSetup setup = tracing::plan_ep(plan_request(global, o));
   std::unique_ptr<tracing::EpMeasurement> measured;
   if (!o.dry_run) {
+    tracing::check_ep_memory(setup, global.rank_devices);
     tracing::EpMeasureRequest q;
     q.scenarios = tracing::ep_scenarios(setup);
     q.iters = o.iters;

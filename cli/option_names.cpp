@@ -10,6 +10,8 @@ std::string option_for_field(const std::string& field) {
       {"sysfs_root", "--sysfs-root"},  // probes/topo: the sysfs reader
       {"size", "--size"},              // probes/bandwidth: buffers that do not fit
       {"sizes", "--minbytes"},         // tracing/trace: a size too small for the collective
+      {"max_bytes", "--maxbytes"},     // the largest size: memory it takes
+      {"iters", "--iters"},            // measured operations a rank keeps
       {"root", "--root"},
       {"dtype", "--dtype"},
       {"fault", "--inject-fault"},

@@ -36,6 +36,16 @@ int run_probe(const GlobalOptions& global, ProbeOptions& options) {
   if (options.csv && global.json)
     throw usage_error("--csv and --json both choose the format; give one");
   probe::ProbeRequest& q = options.request;
+  // Pairs need two GPUs (--p2p) or two ranks (--ipc); a list of one rules them out here.
+  if (q.p2p && global.device_indices.size() == 1) {
+    throw usage_error(
+        fmt::format("--p2p measures between two GPUs; --devices {} lists one", global.devices));
+  }
+  if (q.ipc && global.rank_devices.size() == 1) {
+    throw usage_error(fmt::format(
+        "--ipc measures between two worker ranks; --devices {} lists one (0,0 puts two on GPU 0)",
+        global.devices));
+  }
   q.bytes = checked_size(options.size);
   q.timeout_s = global.timeout_s;
   q.devices = global.device_indices;

@@ -38,7 +38,8 @@ for skew in ("uniform", "zipf-1.2", "hot-2-0.5"):
         ratio = x["dispatch"]["time_us"]["median"] / s["uniform"]["dispatch"]["time_us"]["median"]
         print(f"{skew:<10} {d['config']['ranks']:>5} {d['metrics']['imbalance']:>9.2f} {name:<10} "
               f"{t('dispatch'):>26} {t('combine'):>26} {ratio:>9.2f}")
-    print("  " + d["findings"][0])
+    f = d["findings"][0]
+    print(f"  {f['severity']} [{f['code']}] {f['message']} ({f['evidence']})")
 
 d = json.load(open(f"{out}/traced.json"))
 print(f"\nCUPTI split, zipf:1.2 (--trace; per exchange the slowest rank, median [min-max] us)")

@@ -375,7 +375,7 @@ TEST(CliDiagnoseEp, DryRunNeedsNoGpuAndPrintsRoutingMatricesAndDiagnosis) {
   EXPECT_TRUE(contains(r.out, "routing: generated, skew zipf:1.2, seed 1")) << r.out;
   EXPECT_TRUE(contains(r.out, "Dispatch matrix (MiB")) << r.out;
   // Zipf puts expert 0, the hottest, on rank 0 under the contiguous placement.
-  EXPECT_TRUE(contains(r.out, "  - rank 0 receives")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  WARNING [rank-imbalance] rank 0 receives")) << r.out;
   EXPECT_TRUE(contains(r.out, "(planned; --dry-run measures nothing)")) << r.out;
   EXPECT_FALSE(contains(r.out, "Measured")) << r.out;
 }
@@ -411,7 +411,7 @@ TEST(CliDiagnoseEp, PlacementFileMovesTheExperts) {
   ASSERT_EQ(r.code, 0) << r.out;
   // placement.csv puts experts 0 and 7 on rank 3, which now receives the most.
   EXPECT_TRUE(contains(r.out, "  3     0, 7 ")) << r.out;
-  EXPECT_TRUE(contains(r.out, "  - rank 3 receives")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[rank-imbalance] rank 3 receives")) << r.out;
 }
 
 TEST(CliDiagnoseEp, MalformedRoutingFileNamesLineAndField) {
@@ -543,4 +543,102 @@ TEST(CliBinary, CarriesNoTestWorkerTasks) {
   ASSERT_GT(bytes.size(), 1000000u);
   for (const char* task : {"test-busy-hang", "test-diverge", "test-exchange"})
     EXPECT_EQ(bytes.find(task), std::string::npos) << task;
+}
+
+// ---- Validation before hardware ------------------------------------------------------------
+// A bad value or combination is exit 2 naming the option on any machine: it is checked before
+// commtool looks for a GPU (which, here, would end the run with exit 3 "no NVIDIA GPU found").
+
+namespace {
+
+void expect_usage_error_naming(const std::string& args, const std::string& words) {
+  Result r = run(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+  EXPECT_TRUE(contains(r.out, words)) << args << "\n" << r.out;
+  EXPECT_FALSE(contains(r.out, "no NVIDIA GPU found")) << args << "\n" << r.out;
+}
+
+std::string ranks_on_gpu_0(int n) {
+  std::string list = "0";
+  for (int i = 1; i < n; ++i)
+    list += ",0";
+  return list;
+}
+
+}  // namespace
+
+// Values that mean the same at any rank count: refused before the GPUs are even counted.
+TEST(CliBeforeHardware, BadValuesOfMeasuringCommandsAreExit2NotExit3) {
+  expect_usage_error_naming("diagnose ep --skew zipf:x", "--skew zipf:x");
+  expect_usage_error_naming("diagnose ep --dtype fp16", "--dtype fp16");
+  expect_usage_error_naming("diagnose ep --experts 4 --topk 8", "--topk 8");
+  expect_usage_error_naming("diagnose ep --replicate 300", "--replicate 300");
+  expect_usage_error_naming("diagnose ep --routing " + ep_fixture("bad_counts.csv"),
+                            "bad_counts.csv");
+  expect_usage_error_naming("diagnose ep --routing " + ep_fixture("counts.json") + " --layer 3",
+                            "--layer 3");
+  expect_usage_error_naming("diagnose ep --placement /dev/zero", "/dev/zero");
+  expect_usage_error_naming("diagnose allreduce -b 1 -e 2", "--minbytes");
+  expect_usage_error_naming("trace allreduce -b 1 -e 3", "--minbytes");
+  // Combinations that would silently do nothing.
+  expect_usage_error_naming(
+      "trace allreduce -b 1K -e 1K --mode sync -n 2 -w 1 --no-baseline "
+      "--inject-fault die:0:3",
+      "--inject-fault die:0:3: operation 3 is never reached");
+  expect_usage_error_naming("diagnose ep --layer 2", "--layer 2: picks a layer of a --routing");
+}
+
+// Values that depend on the rank count: with --devices listing the ranks, the count is known
+// without the machine.
+TEST(CliBeforeHardware, ValuesAgainstTheListedRanksAreExit2) {
+  expect_usage_error_naming("--devices 0,0 trace broadcast --root 2", "--root 2");
+  expect_usage_error_naming("--devices 0,0 trace allreduce --inject-fault die:3:1",
+                            "--inject-fault die:3:1");
+  expect_usage_error_naming("--devices 0-19 trace allreduce -d int8", "--dtype int8");
+  expect_usage_error_naming("--devices 0,0,0 trace alltoall -b 4 -e 4", "at least 12 bytes");
+  expect_usage_error_naming("--devices 0-19 diagnose allreduce -d int8 -b 4 -e 4", "--dtype int8");
+  expect_usage_error_naming("--devices " + ranks_on_gpu_0(65) + " diagnose ep",
+                            "65 ranks: an exchange takes 1 to 64");
+  expect_usage_error_naming("--devices 0,0 diagnose ep --placement " + ep_fixture("placement.csv") +
+                                " --experts 8 --topk 2",
+                            "rank 3 is out of range");
+  expect_usage_error_naming(
+      "--devices 0,0,0 diagnose ep --tokens 64 --topk 2 --routing " + ep_fixture("counts.csv"),
+      "counts add up to 512");
+  // Combinations the listed GPUs rule out.
+  expect_usage_error_naming("--devices 0 probe --p2p", "--p2p");
+  expect_usage_error_naming("--devices 0 probe --ipc", "--ipc");
+}
+
+// Each option inside its own range, their product far beyond any machine: refused with what it
+// would need and the limit, before anything is allocated (this used to be std::bad_alloc, exit 1,
+// or a worker's failed allocation).
+TEST(CliBeforeHardware, MemoryARequestWouldNeedIsBoundedAndRefused) {
+  expect_usage_error_naming("--devices 0,0,0,0 trace allreduce -b 64G -e 64G",
+                            "--maxbytes 64G: 4 rank(s) on one GPU with 2 buffer(s) of 64 GiB each "
+                            "would need 512 GiB; the limit is 256 GiB");
+  expect_usage_error_naming("trace allreduce -e 1024G", "the limit is 256 GiB");
+  expect_usage_error_naming("diagnose allreduce -b 64G -e 64G",
+                            "would need 320 GiB; the limit is 256");
+  expect_usage_error_naming(
+      "diagnose ep --dry-run --ranks 64 --tokens 16777216 --experts 65536 --topk 1024",
+      "--tokens 16777216: 64 rank(s) x 16777216 tokens x top-1024 choices of 4 bytes (the "
+      "generated routing) would need 4 TiB; the limit is 16 GiB");
+  expect_usage_error_naming("diagnose ep --tokens 16777216 --hidden 1048576",
+                            "the limit is 256 GiB");
+  expect_usage_error_naming(
+      "--devices " + ranks_on_gpu_0(8) + " diagnose ep --tokens 65536 --hidden 65536",
+      "rank(s) on GPU 0 would need");
+  expect_usage_error_naming("probe --size 64G", "--size 64 GiB");
+  expect_usage_error_naming("--devices 0,0,0,0 probe --ipc --size 64G",
+                            "4 worker rank(s) on one GPU with two buffers of 64 GiB each would "
+                            "need 512 GiB");
+  expect_usage_error_naming("trace allreduce -n 100000", "--iters 100000");
+  expect_usage_error_naming("diagnose ep -n 100000 --replicate 2 --trace /tmp/commtool-ep.json",
+                            "--iters 100000: 1200060 operations per rank");
+}
+
+// --latency copies nothing of --size: a large one is not refused for it.
+TEST(CliBeforeHardware, LatencyAloneIsNotHeldToTheSizesMemory) {
+  expect_no_gpu_exit_3("probe --latency --size 64G");
 }

@@ -63,16 +63,28 @@ EpMeasurement measurement(double routed_us, double replicated_us) {
   return m;
 }
 
-bool has(const std::vector<std::string>& findings, const std::string& text) {
-  return std::any_of(findings.begin(), findings.end(),
-                     [&](const std::string& f) { return f.find(text) != std::string::npos; });
+// A finding as one line, "[code] message | evidence", for searching and failure messages.
+std::string line(const EpFinding& f) {
+  return "[" + f.code + "] " + f.message + " | " + f.evidence;
 }
 
-std::string all(const std::vector<std::string>& findings) {
+bool has(const std::vector<EpFinding>& findings, const std::string& text) {
+  return std::any_of(findings.begin(), findings.end(),
+                     [&](const EpFinding& f) { return line(f).find(text) != std::string::npos; });
+}
+
+std::string all(const std::vector<EpFinding>& findings) {
   std::string out;
-  for (const std::string& f : findings)
-    out += f + "\n";
+  for (const EpFinding& f : findings)
+    out += line(f) + "\n";
   return out;
+}
+
+// The finding with `code`, or null.
+const EpFinding* with_code(const std::vector<EpFinding>& findings, const std::string& code) {
+  auto it = std::find_if(findings.begin(), findings.end(),
+                         [&](const EpFinding& f) { return f.code == code; });
+  return it == findings.end() ? nullptr : &*it;
 }
 
 }  // namespace
@@ -99,10 +111,11 @@ TEST(EpReport, DryRunNamesTheBusiestRankHotAndDeadExpertsAndThePlan) {
   EXPECT_TRUE(has(d.findings, "rank 0 receives 87.5% of the dispatched tokens")) << all(d.findings);
   EXPECT_TRUE(has(d.findings, "imbalance 0.75")) << all(d.findings);
   EXPECT_TRUE(has(d.findings,
-                  "1 hot expert (over 2x the mean expert's 25.00% of selections): "
-                  "0 (75.0%, rank 0)"))
+                  "1 hot expert (over 2x the mean expert's 25.00% of selections) | "
+                  "expert (share, holders): 0 (75.0%, rank 0)"))
       << all(d.findings);
-  EXPECT_TRUE(has(d.findings, "1 of 4 experts got no token (dead): 3")) << all(d.findings);
+  EXPECT_TRUE(has(d.findings, "1 of 4 experts got no token (dead) | experts with 0 selections: 3"))
+      << all(d.findings);
   EXPECT_TRUE(has(d.findings, "dispatch counted per selection")) << all(d.findings);
   EXPECT_TRUE(has(d.findings, "expert 0 also on rank 1")) << all(d.findings);
   EXPECT_TRUE(has(d.findings, "(planned; --dry-run measures nothing)")) << all(d.findings);
@@ -113,16 +126,17 @@ TEST(EpReport, MeasuredSkewGivesTheHeadlineWithItsEvidence) {
   const EpMeasurement m = measurement(20, 12);
   const EpDiagnosis d = diagnose_ep(s, &m);
   ASSERT_EQ(d.scenarios.size(), 3u);
-  EXPECT_EQ(d.findings.front(),
-            "rank 0 holds expert 0 which gets 75% of selections: dispatch takes 2.00x the uniform "
-            "time (20.0 vs 10.0 us); replicating the top 1 expert brings it to 1.20x");
+  EXPECT_EQ(line(d.findings.front()),
+            "[skew-slowdown] rank 0 holds expert 0 which gets 75% of selections: dispatch takes "
+            "2.00x the uniform time; replicating the top 1 expert brings it to 1.20x | dispatch "
+            "median 20.0 us routed, 10.0 us uniform (the same bytes spread evenly)");
   EXPECT_TRUE(has(d.findings, "dispatch: 50% of the time is lost to the skew")) << all(d.findings);
   // Combine took the uniform time: nothing to blame on the skew there.
-  EXPECT_TRUE(has(d.findings, "combine: the skew costs nothing measurable (1.00x"))
+  EXPECT_TRUE(has(d.findings, "combine: the skew costs nothing measurable | 1.00x"))
       << all(d.findings);
   EXPECT_TRUE(has(d.findings,
-                  "straggler: rank 0 (its dispatch median 20.0 us, the other ranks' "
-                  "median 5.0 us), the rank that receives the most tokens"))
+                  "straggler: rank 0, the rank that receives the most tokens | its dispatch "
+                  "median 20.0 us, the other ranks' median 5.0 us"))
       << all(d.findings);
 }
 
@@ -216,10 +230,10 @@ EpMeasurement shared_gpu_measurement() {
   return m;
 }
 
-int count(const std::vector<std::string>& findings, const std::string& text) {
-  return static_cast<int>(
-      std::count_if(findings.begin(), findings.end(),
-                    [&](const std::string& f) { return f.find(text) != std::string::npos; }));
+int count(const std::vector<EpFinding>& findings, const std::string& text) {
+  return static_cast<int>(std::count_if(findings.begin(), findings.end(), [&](const EpFinding& f) {
+    return line(f).find(text) != std::string::npos;
+  }));
 }
 
 }  // namespace
@@ -277,4 +291,72 @@ TEST(EpReport, JsonCarriesTheCommunicatorMode) {
   m.comm = nccl::CommMode::kNonBlocking;
   const nlohmann::json doc = nlohmann::json::parse(ep_json(s, diagnose_ep(s, &m), &m));
   EXPECT_EQ(doc.at("comm"), "nonblocking");
+}
+
+// Findings have topo's shape: a stable code, a severity, the message and its evidence apart.
+TEST(EpReport, FindingsCarryCodeSeverityMessageAndEvidence) {
+  const EpSetup s = skewed_setup(1);
+  const EpMeasurement m = measurement(20, 12);
+  const EpDiagnosis d = diagnose_ep(s, &m);
+  struct Expected {
+    const char* code;
+    EpSeverity severity;
+  };
+  for (const Expected& e :
+       {Expected{"skew-slowdown", EpSeverity::kWarning},
+        Expected{"skew-cost", EpSeverity::kWarning}, Expected{"no-skew-cost", EpSeverity::kNote},
+        Expected{"straggler", EpSeverity::kNote}, Expected{"rank-imbalance", EpSeverity::kWarning},
+        Expected{"hot-experts", EpSeverity::kWarning},
+        Expected{"dead-experts", EpSeverity::kWarning},
+        Expected{"dispatch-per-selection", EpSeverity::kNote},
+        Expected{"replication-what-if", EpSeverity::kNote}}) {
+    const EpFinding* f = with_code(d.findings, e.code);
+    ASSERT_NE(f, nullptr) << e.code << "\n" << all(d.findings);
+    EXPECT_EQ(f->severity, e.severity) << line(*f);
+    EXPECT_FALSE(f->message.empty()) << line(*f);
+    EXPECT_FALSE(f->evidence.empty()) << line(*f);
+  }
+}
+
+TEST(EpReport, BalancedRoutingIsANoteAndNoHotExpertSaysWhichIsBusiest) {
+  EpSetup s = skewed_setup(0);
+  s.metrics.imbalance = 0.19;
+  s.metrics.hot.clear();
+  const EpDiagnosis d = diagnose_ep(s, nullptr);
+  const EpFinding* balance = with_code(d.findings, "rank-imbalance");
+  ASSERT_NE(balance, nullptr) << all(d.findings);
+  EXPECT_EQ(balance->severity, EpSeverity::kNote);
+  const EpFinding* none = with_code(d.findings, "no-hot-expert");
+  ASSERT_NE(none, nullptr) << all(d.findings);
+  EXPECT_EQ(none->evidence,
+            "the busiest, expert 0, gets 75.00% of selections; the mean expert 25.00%");
+}
+
+TEST(EpReport, JsonFindingsHaveCodeSeverityMessageAndEvidence) {
+  const EpSetup s = skewed_setup(1);
+  const nlohmann::json doc = nlohmann::json::parse(ep_json(s, diagnose_ep(s, nullptr), nullptr));
+  ASSERT_FALSE(doc.at("findings").empty());
+  const nlohmann::json& first = doc.at("findings")[0];
+  EXPECT_EQ(first.at("code"), "rank-imbalance");
+  EXPECT_EQ(first.at("severity"), "warning");
+  EXPECT_EQ(first.at("message"),
+            "rank 0 receives 87.5% of the dispatched tokens (an even share is 50.0%)");
+  EXPECT_EQ(first.at("evidence").get<std::string>().rfind("imbalance 0.75", 0), 0u);
+  for (const nlohmann::json& f : doc.at("findings")) {
+    EXPECT_EQ(f.size(), 4u) << f;
+    EXPECT_TRUE(f.at("severity") == "warning" || f.at("severity") == "note") << f;
+  }
+}
+
+TEST(EpReport, TextTagsEachFindingAsTopoDoesWithItsEvidenceUnderIt) {
+  const EpSetup s = skewed_setup(1);
+  const std::string text = ep_text(s, diagnose_ep(s, nullptr), nullptr);
+  EXPECT_NE(text.find("\nDiagnosis\n  WARNING [rank-imbalance] rank 0 receives 87.5% of the "
+                      "dispatched tokens (an even share is 50.0%)\n      evidence: imbalance 0.75"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\n  note [replication-what-if] what-if (EPLB-style) expert 0 also on rank "
+                      "1\n      evidence: imbalance 0.75 -> "),
+            std::string::npos)
+      << text;
 }

@@ -102,23 +102,32 @@ TEST(EpSplit, HostBoundPhasesOfTheRoutedTrafficAreAFinding) {
     for (tracing::PhaseTimes* p : {&s.dispatch, &s.combine})
       p->rank_enqueue_us[1].assign(3, 5.0);  // rank 1's untraced enqueue
   }
-  const std::vector<std::string> f =
+  const std::vector<EpFinding> f =
       ep_split_findings(*ep_split(m), tracing::EpScenarioKind::kRouted);
   ASSERT_EQ(f.size(), 2u);  // dispatch and combine; uniform is not under diagnosis
-  EXPECT_EQ(f[0].rfind("routed dispatch: the host takes 5.0 us to enqueue", 0), 0u) << f[0];
-  EXPECT_NE(f[0].find("no less than the 2.0 us its GPU work takes"), std::string::npos) << f[0];
-  EXPECT_EQ(f[1].rfind("routed combine:", 0), 0u) << f[1];
-  EXPECT_EQ(f[0].find("hand-off"), std::string::npos) << f[0];  // launched on the caller
+  EXPECT_EQ(f[0].code, "host-bound-exchange");
+  EXPECT_EQ(f[0].severity, EpSeverity::kWarning);
+  EXPECT_EQ(f[0].message.rfind("routed dispatch: issued back to back, these exchanges are "
+                               "limited by the host",
+                               0),
+            0u)
+      << f[0].message;
+  EXPECT_EQ(f[0].evidence.rfind("the host takes 5.0 us to enqueue", 0), 0u) << f[0].evidence;
+  EXPECT_NE(f[0].evidence.find("no less than the 2.0 us its GPU work takes"), std::string::npos)
+      << f[0].evidence;
+  EXPECT_EQ(f[1].message.rfind("routed combine:", 0), 0u) << f[1].message;
+  EXPECT_EQ(f[0].message.find("hand-off"), std::string::npos) << f[0].message;  // on the caller
 
   // Launched by NCCL's own thread: the sentence names the non-blocking hand-off.
   for (tracing::EpRankTrace& t : m.traces) {
     for (ApiCall& a : t.records.api)
       a.thread = 99;
   }
-  const std::vector<std::string> g =
+  const std::vector<EpFinding> g =
       ep_split_findings(*ep_split(m), tracing::EpScenarioKind::kRouted);
   ASSERT_EQ(g.size(), 2u);
-  EXPECT_NE(g[0].find("a thread it starts for each group"), std::string::npos) << g[0];
+  EXPECT_NE(g[0].message.find("a thread it starts for each group"), std::string::npos)
+      << g[0].message;
 }
 
 TEST(EpSplit, PerfettoTraceNamesEachExchangeByTrafficAndPhase) {

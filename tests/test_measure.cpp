@@ -2,6 +2,7 @@
 
 #include "probes/base/error.hpp"
 #include "probes/base/measure/byte_size.hpp"
+#include "probes/base/measure/memory_limit.hpp"
 #include "probes/base/measure/statistics.hpp"
 
 using namespace commtool;
@@ -108,4 +109,32 @@ TEST(Statistics, SlowestRankPerOperation) {
   EXPECT_EQ(slowest_per_operation({{1, 9, 3}, {4, 2, 3}, {0, 0, 5}}),
             (std::vector<double>{4, 9, 5}));
   EXPECT_TRUE(slowest_per_operation({}).empty());
+}
+
+// ---- memory limits -------------------------------------------------------------------------
+
+TEST(MemoryLimit, ProductsSaturateInsteadOfWrapping) {
+  using commtool::measure::saturating_add;
+  using commtool::measure::saturating_mul;
+  EXPECT_EQ(saturating_mul(1ull << 40, 1ull << 30), ~0ull);  // wraps to 0 unchecked
+  EXPECT_EQ(saturating_mul(3, 5), 15u);
+  EXPECT_EQ(saturating_add(~0ull, 1), ~0ull);
+  EXPECT_EQ(commtool::measure::approx_byte_size(~0ull), "16 EiB or more");
+  EXPECT_EQ(commtool::measure::approx_byte_size(512ull << 30), "512 GiB");
+  EXPECT_EQ(commtool::measure::approx_byte_size(3ull << 39), "1.5 TiB");
+  EXPECT_EQ(commtool::measure::approx_byte_size(1000), "1000 B");
+}
+
+TEST(MemoryLimit, APastTheLimitNamesTheFieldWhatNeedsItHowMuchAndTheLimit) {
+  EXPECT_NO_THROW(commtool::measure::check_memory("size", "1G", 1ull << 30, 1ull << 30, "x"));
+  try {
+    commtool::measure::check_memory("size", "64G", 128ull << 30, 16ull << 30,
+                                    "two buffers of 64 GiB");
+    FAIL() << "128 GiB passed a 16 GiB limit";
+  } catch (const commtool::BadValue& e) {
+    EXPECT_EQ(e.field(), "size");
+    EXPECT_EQ(e.value(), "64G");
+    EXPECT_EQ(e.why(), "two buffers of 64 GiB would need 128 GiB; the limit is 16 GiB");
+    EXPECT_EQ(e.code(), commtool::ExitCode::kUsage);
+  }
 }

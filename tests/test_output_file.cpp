@@ -1,12 +1,18 @@
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "probes/base/error.hpp"
 #include "probes/base/output_file.hpp"
+#include "probes/base/workers/signal_trap.hpp"
 
 namespace fs = std::filesystem;
 using commtool::Error;
@@ -91,4 +97,177 @@ TEST(OutputFile, FifoIsWrittenThroughNotReplaced) {
   reader.join();
   EXPECT_EQ(received, "report\n");
   EXPECT_TRUE(fs::is_fifo(fifo));
+}
+
+namespace {
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+mode_t mode_of(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 07777;
+}
+
+// Sets the process's umask for one scope and puts the old one back.
+struct Umask {
+  mode_t previous;
+  explicit Umask(mode_t m) : previous(::umask(m)) {}
+  ~Umask() { ::umask(previous); }
+};
+
+}  // namespace
+
+// `--output link` must write where the link points, as `> link` in a shell does: replacing the
+// link with a regular file would silently detach whatever the user pointed it at.
+TEST(OutputFile, ASymlinkIsWrittenThroughToItsTargetAndStaysALink) {
+  TempDir dir;
+  fs::create_directory(dir.path / "real");
+  const fs::path target = dir.path / "real" / "report.json";
+  std::ofstream(target) << "old\n";
+  const fs::path link = dir.path / "latest.json";
+  fs::create_symlink(fs::path("real") / "report.json", link);  // relative, as users make them
+  commtool::files::write_atomically(link.string(), "new\n", "--output");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(fs::read_symlink(link), fs::path("real") / "report.json");
+  EXPECT_EQ(read_file(target), "new\n");
+  EXPECT_EQ(dir.entries(), 2u);  // the link and real/: no temp file beside the link
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path / "real"), {}), 1);
+}
+
+TEST(OutputFile, AChainOfLinksAndADanglingLinkEndAtTheFinalTarget) {
+  TempDir dir;
+  const fs::path target = dir.path / "final.txt";  // does not exist yet
+  fs::create_symlink(target, dir.path / "b");
+  fs::create_symlink("b", dir.path / "a");
+  commtool::files::write_atomically((dir.path / "a").string(), "x\n", "--output");
+  EXPECT_TRUE(fs::is_symlink(dir.path / "a"));
+  EXPECT_TRUE(fs::is_symlink(dir.path / "b"));
+  EXPECT_EQ(read_file(target), "x\n");
+}
+
+TEST(OutputFile, ALinkLoopIsUsageErrorNamingThePath) {
+  TempDir dir;
+  fs::create_symlink("b", dir.path / "a");
+  fs::create_symlink("a", dir.path / "b");
+  const std::string a = (dir.path / "a").string();
+  try {
+    commtool::files::write_atomically(a, "x", "--output");
+    FAIL() << "a link loop was written";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), commtool::ExitCode::kUsage);
+    EXPECT_NE(std::string(e.what()).find("--output " + a), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::is_symlink(dir.path / "a"));
+}
+
+TEST(OutputFile, AnExistingFileKeepsItsMode) {
+  TempDir dir;
+  const fs::path file = dir.path / "private.json";
+  std::ofstream(file) << "old\n";
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+  commtool::files::write_atomically(file.string(), "new\n", "--output");
+  EXPECT_EQ(mode_of(file), 0600u);
+  fs::permissions(file, static_cast<fs::perms>(0664));
+  commtool::files::write_atomically(file.string(), "newer\n", "--output");
+  EXPECT_EQ(mode_of(file), 0664u);
+  EXPECT_EQ(read_file(file), "newer\n");
+}
+
+TEST(OutputFile, ANewFileGetsTheUmasksMode) {
+  TempDir dir;
+  {
+    Umask m(077);
+    commtool::files::write_atomically((dir.path / "a").string(), "a", "--output");
+  }
+  {
+    Umask m(002);
+    commtool::files::write_atomically((dir.path / "b").string(), "b", "--output");
+  }
+  EXPECT_EQ(mode_of(dir.path / "a"), 0600u);
+  EXPECT_EQ(mode_of(dir.path / "b"), 0664u);
+}
+
+TEST(OutputFile, ModeOfALinksTargetIsKept) {
+  TempDir dir;
+  const fs::path target = dir.path / "t";
+  std::ofstream(target) << "old";
+  fs::permissions(target, static_cast<fs::perms>(0640));
+  fs::create_symlink(target, dir.path / "l");
+  commtool::files::write_atomically((dir.path / "l").string(), "new", "--output");
+  EXPECT_EQ(read_file(target), "new");
+  EXPECT_EQ(mode_of(target), 0640u);
+}
+
+namespace {
+
+bool has_temp_file(const fs::path& dir) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().starts_with(".commtool-")) return true;
+  }
+  return false;
+}
+
+struct Interrupted {
+  bool caught_mid_write = false;  // the signal came while the temp file existed
+  int status = 0;                 // the child's wait status
+};
+
+// A child process writes `bytes` to dir/out; SIGTERM is sent as soon as its temp file appears.
+// With `own_handler` the child has the launcher's SignalTrap installed first and exits 0 if
+// the trap got the signal and the file came out whole.
+Interrupted interrupt_a_write(const fs::path& dir, size_t bytes, bool own_handler) {
+  const fs::path out = dir / "out";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    std::optional<commtool::workers::SignalTrap> trap;
+    if (own_handler) trap.emplace();
+    const std::string content(bytes, 'x');
+    commtool::files::write_atomically(out.string(), content, "--output");
+    _exit(trap && trap->take() == SIGTERM && fs::file_size(out) == bytes ? 0 : 1);
+  }
+  Interrupted r;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline && !fs::exists(out)) {
+    if (has_temp_file(dir)) {
+      r.caught_mid_write = true;
+      ::kill(child, SIGTERM);
+      break;
+    }
+  }
+  ::waitpid(child, &r.status, 0);
+  r.caught_mid_write = r.caught_mid_write && (own_handler || !fs::exists(out));
+  return r;
+}
+
+}  // namespace
+
+// Ctrl-C or a kill while a report is being written must not leave .commtool-* files behind:
+// the process still dies of the signal, and its temp file is gone.
+TEST(OutputFile, SigtermWhileWritingRemovesTheTempFileAndStillEndsTheProcess) {
+  TempDir dir;
+  bool caught = false;
+  for (size_t bytes = 16u << 20; !caught && bytes <= (1u << 30); bytes *= 2) {
+    const Interrupted r = interrupt_a_write(dir.path, bytes, false);
+    EXPECT_FALSE(has_temp_file(dir.path)) << bytes << " bytes";
+    if (!r.caught_mid_write) continue;  // the write won the race: try a longer one
+    caught = true;
+    EXPECT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGTERM) << r.status;
+    EXPECT_FALSE(fs::exists(dir.path / "out"));
+  }
+  EXPECT_TRUE(caught) << "no write was slow enough to interrupt";
+}
+
+// A handler installed before (the launcher's SignalTrap, which stops the workers in order)
+// still gets the signal, the process goes on, and the write completes whole.
+TEST(OutputFile, TheLaunchersSignalTrapStillGetsTheSignalAndTheWriteCompletes) {
+  TempDir dir;
+  const Interrupted r = interrupt_a_write(dir.path, 16u << 20, true);
+  ASSERT_TRUE(r.caught_mid_write);
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.status;
+  EXPECT_FALSE(has_temp_file(dir.path));
+  EXPECT_EQ(dir.entries(), 1u);
 }

@@ -409,3 +409,83 @@ TEST(LinePlot, MarkersTakeTheColourOfTheirLine) {
   EXPECT_EQ(attribute(markers[0], "fill"), attribute(lines[0], "stroke"));
   EXPECT_EQ(attribute(markers[5], "fill"), attribute(lines[1], "stroke"));
 }
+
+namespace {
+
+// The document's width attribute and the text of its title lines (font-size 16).
+struct TitleLayout {
+  double width = 0;
+  std::vector<std::string> lines;
+};
+
+TitleLayout title_layout(const std::string& svg) {
+  TitleLayout t;
+  const size_t w = svg.find(" width=\"");
+  t.width = std::stod(svg.substr(w + 8));
+  const std::string open = "font-size=\"16\">";
+  for (size_t at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
+    const size_t start = at + open.size();
+    t.lines.push_back(svg.substr(start, svg.find("</text>", start) - start));
+  }
+  return t;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines)
+    out += (out.empty() ? "" : " ") + l;
+  return out;
+}
+
+}  // namespace
+
+// The title is drawn at 16 px: by the renderer's own estimate every line of it must fit the
+// document, and together the lines must say the whole title.
+TEST(SvgPlot, HeatMapTitleFitsTheDocumentByTheRenderersEstimate) {
+  for (const std::string& title :
+       {std::string("diagnose ep: dispatch bytes, generated, skew uniform, seed 1 (8 ranks)"),
+        std::string("diagnose ep: dispatch bytes, file /data/models/deepseek-v3/routing/"
+                    "layer-counts-from-a-long-evaluation-run.json, layer 3 (2 ranks)"),
+        std::string("short")}) {
+    HeatMap map;
+    map.title = title;
+    map.values = {{1, 2}, {3, 4}};
+    const TitleLayout t = title_layout(render_heat_map_svg(map));
+    ASSERT_FALSE(t.lines.empty()) << title;
+    for (const std::string& line : t.lines)
+      EXPECT_LE(estimated_text_width(line, 16), t.width) << line << " in " << t.width << " px";
+    // Broken only at spaces, or inside a word too long for a line (the path).
+    std::string words = joined(t.lines);
+    std::erase(words, ' ');
+    std::string expected = title;
+    std::erase(expected, ' ');
+    EXPECT_EQ(words, expected);
+  }
+}
+
+TEST(SvgPlot, AShortTitleStaysOnOneLineAndALongOneMovesThePlotDown) {
+  HeatMap map;
+  map.values = {{1}};
+  map.title = "short";
+  const std::string one = render_heat_map_svg(map);
+  EXPECT_EQ(title_layout(one).lines.size(), 1u);
+  map.title = std::string(200, 'a') + " " + std::string(10, 'b');
+  const std::string many = render_heat_map_svg(map);
+  EXPECT_GT(title_layout(many).lines.size(), 1u);
+  // The first cell starts below the last title line.
+  const size_t cell = many.find("class=\"cell\"");
+  ASSERT_NE(cell, std::string::npos);
+  const double y = std::stod(many.substr(many.find(" y=\"", cell) + 4));
+  EXPECT_GT(y, 28 + 20 * static_cast<double>(title_layout(many).lines.size() - 1));
+}
+
+TEST(SvgPlot, LinePlotTitleFitsToo) {
+  LinePlot plot;
+  plot.title =
+      std::string("diagnose allreduce: time per call against size, every path, float32, ") +
+      "8 ranks on 8 GPUs, NCCL 2.28.9, each setting in fresh workers";
+  plot.series = {{"NCCL default", {{1024, 10}, {2048, 12}}}};
+  const TitleLayout t = title_layout(render_line_plot_svg(plot));
+  for (const std::string& line : t.lines)
+    EXPECT_LE(estimated_text_width(line, 16), t.width) << line;
+}

@@ -8,7 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "probes/base/error.hpp"
+#include "probes/base/measure/byte_size.hpp"
+#include "probes/base/measure/memory_limit.hpp"
 #include "probes/base/workers/launcher.hpp"
+#include "probes/base/workers/placement.hpp"
 #include "probes/topo/discover.hpp"
 #include "probes/topo/findings.hpp"
 #include "probes/topo/link_rate.hpp"
@@ -170,7 +173,30 @@ void add_refusals(ProbeReport& report, const std::vector<std::pair<int, int>>& r
 
 }  // namespace
 
+void check_probe_request(const ProbeRequest& request) {
+  using measure::saturating_mul;
+  const std::string size = measure::format_byte_size(request.bytes);
+  const bool all = !(request.h2d || request.p2p || request.ipc || request.latency);
+  // Every bandwidth probe holds two buffers of --size on a GPU; the IPC probe two per rank.
+  const int sharing =
+      (all || request.ipc)
+          ? std::max(1, workers::summarize_placement(request.ipc_placement).most_ranks_on_a_gpu)
+          : 1;
+  if (all || request.h2d || request.p2p || request.ipc) {  // --latency alone copies no --size
+    measure::check_memory(
+        "size", size, saturating_mul(request.bytes, 2 * static_cast<uint64_t>(sharing)),
+        measure::kMaxGpuBytes,
+        fmt::format("{} worker rank(s) on one GPU with two buffers of {} each", sharing, size));
+  }
+  if (all || request.h2d) {
+    measure::check_memory(
+        "size", size, saturating_mul(request.bytes, 2), measure::kMaxHostBytes,
+        fmt::format("the host<->device probe's two pinned host buffers of {}", size));
+  }
+}
+
 ProbeReport run_probes(const ProbeRequest& request) {
+  check_probe_request(request);
   ProbeReport report;
   report.request = request;
   report.topology = topo::discover_for_launcher(request.devices, "probe");

@@ -52,6 +52,11 @@ struct ProbeReport {
   std::vector<RefusedPair> refused;
 };
 
+// What can be checked before the GPUs are found: the memory --size takes (two buffers per
+// probe, per IPC rank on a GPU; two pinned host buffers for --h2d) against
+// measure/memory_limit.hpp's limits. Throws BadValue (size). run_probes checks it first.
+void check_probe_request(const ProbeRequest& request);
+
 // Throws Error: kEnvironment without a GPU, the worker's code when a probe fails (4 for wrong
 // data, 5 for a timeout or a dead worker).
 ProbeReport run_probes(const ProbeRequest& request);

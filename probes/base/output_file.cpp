@@ -1,13 +1,17 @@
 #include "probes/base/output_file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
-#include <vector>
+#include <mutex>
+#include <random>
 
 #include "probes/base/error.hpp"
 
@@ -27,6 +31,142 @@ Error write_error(const std::string& role, const std::string& path, const std::s
   return usage_error(role + " " + path + ": " + what + ": " + std::strerror(err));
 }
 
+// As many links as Linux follows in one path lookup before ELOOP.
+constexpr int kMaxLinks = 40;
+
+// The file `path` names once every symlink at its end is followed, a dangling link's target
+// included (as `> link` in a shell creates it): that is the file to replace, and its directory
+// the one for the temp file. Links inside the directory part need no resolving.
+std::string resolve_links(const std::string& path, const std::string& role) {
+  fs::path p = path;
+  for (int i = 0; i < kMaxLinks; ++i) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(p, ec))) return p.string();
+    const fs::path target = fs::read_symlink(p, ec);
+    if (ec) throw write_error(role, path, "cannot read the link " + p.string(), ec.value());
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  throw write_error(role, path, "cannot follow its links", ELOOP);
+}
+
+// ---- the temp file being written, removed if SIGINT or SIGTERM ends the process ---------------
+//
+// A signal handler may neither allocate nor lock, so the pending temp file's name lives in a
+// fixed buffer, set while the signals are blocked. The handler composes with whatever handled
+// the signal before (the launcher's SignalTrap turns it into a byte on a pipe and stops the
+// workers in order): when there is such a handler the process goes on, write_atomically
+// finishes or cleans up itself, and the handler only passes the signal on. Only when the signal
+// would end the process (the default action) does the handler unlink the temp file, restore
+// the default and re-raise, so the process still dies of the signal, as its parent expects.
+
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM};
+char g_pending_path[PATH_MAX];
+volatile sig_atomic_t g_pending_set = 0;
+struct sigaction g_previous[2];
+std::mutex g_pending_mutex;  // one pending temp file at a time
+
+int slot_of(int sig) {
+  return sig == SIGINT ? 0 : 1;
+}
+
+extern "C" void on_signal_while_writing(int sig, siginfo_t* info, void* context) {
+  const struct sigaction& previous = g_previous[slot_of(sig)];
+  if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+    previous.sa_sigaction(sig, info, context);
+    return;
+  }
+  if ((previous.sa_flags & SA_SIGINFO) == 0 && previous.sa_handler != SIG_DFL &&
+      previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(sig);
+    return;
+  }
+  if (g_pending_set) ::unlink(g_pending_path);
+  ::sigaction(sig, &previous, nullptr);
+  ::raise(sig);  // pending while blocked in this handler; unblocking delivers it now
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+sigset_t cleanup_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kCleanupSignals)
+    sigaddset(&set, sig);
+  return set;
+}
+
+// Creates the temp file in `dir` and registers it for the handler, with the signals blocked
+// from just before it exists until the handler knows its name. Mode 0666 less the umask, as
+// any new file gets; write_atomically gives it the replaced file's mode where there is one.
+class PendingTemp {
+ public:
+  PendingTemp() : lock_(g_pending_mutex) {
+    for (int sig : kCleanupSignals) {
+      struct sigaction action {};
+      action.sa_sigaction = on_signal_while_writing;
+      action.sa_flags = SA_SIGINFO | SA_RESTART;
+      sigemptyset(&action.sa_mask);
+      struct sigaction& previous = g_previous[slot_of(sig)];
+      ::sigaction(sig, nullptr, &previous);
+      installed_[slot_of(sig)] =
+          previous.sa_handler != SIG_IGN && ::sigaction(sig, &action, nullptr) == 0;
+    }
+  }
+  ~PendingTemp() {
+    if (fd_ >= 0) ::close(fd_);
+    remove();
+    for (int sig : kCleanupSignals) {
+      if (installed_[slot_of(sig)]) ::sigaction(sig, &g_previous[slot_of(sig)], nullptr);
+    }
+  }
+  PendingTemp(const PendingTemp&) = delete;
+  PendingTemp& operator=(const PendingTemp&) = delete;
+
+  // Returns 0 or the errno of the failure.
+  int create(const std::string& dir) {
+    std::random_device random;
+    const sigset_t set = cleanup_signal_set();
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      const std::string name = dir + "/.commtool-" + std::to_string(::getpid()) + "-" +
+                               std::to_string(random() % 1000000000u);
+      if (name.size() >= sizeof g_pending_path) return ENAMETOOLONG;
+      sigset_t old;
+      ::pthread_sigmask(SIG_BLOCK, &set, &old);
+      fd_ = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      const int err = errno;
+      if (fd_ >= 0) {
+        std::memcpy(g_pending_path, name.c_str(), name.size() + 1);
+        g_pending_set = 1;
+      }
+      ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      if (fd_ >= 0) return 0;
+      if (err != EEXIST) return err;
+    }
+    return EEXIST;
+  }
+  int fd() const { return fd_; }
+  const char* path() const { return g_pending_path; }
+  // Closes the file; returns 0 or the errno of the failure.
+  int close() {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    return rc == 0 ? 0 : errno;
+  }
+  // After the rename: nothing left to remove.
+  void release() { g_pending_set = 0; }
+
+ private:
+  void remove() {
+    if (g_pending_set) ::unlink(g_pending_path);
+    g_pending_set = 0;
+  }
+  std::lock_guard<std::mutex> lock_;
+  bool installed_[2] = {false, false};
+  int fd_ = -1;
+};
+
 }  // namespace
 
 void check_writable(const std::string& path, const std::string& role) {
@@ -35,7 +175,7 @@ void check_writable(const std::string& path, const std::string& role) {
   if (fs::is_directory(path, ec)) {
     throw usage_error(role + " " + path + ": is a directory; give a file path");
   }
-  std::string dir = directory_of(path);
+  std::string dir = directory_of(resolve_links(path, role));
   if (!fs::is_directory(dir, ec)) {
     throw usage_error(role + " " + path + ": directory " + dir + " does not exist");
   }
@@ -68,37 +208,47 @@ void write_through(const std::string& path, const std::string& content, const st
   if (err != 0) throw write_error(role, path, "write failed", err);
 }
 
+// The replaced file's owner (where the caller may set it) and mode onto the new one; 0 or the
+// errno of the failure. A file that did not exist keeps the mode it was created with.
+int keep_owner_and_mode(int fd, const std::string& target) {
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0) return 0;
+  struct stat mine {};
+  if (::fstat(fd, &mine) == 0 && (mine.st_uid != st.st_uid || mine.st_gid != st.st_gid)) {
+    const int ignored = ::fchown(fd, st.st_uid, st.st_gid);  // only root may; others keep theirs
+    (void)ignored;
+  }
+  return ::fchmod(fd, st.st_mode & 07777) == 0 ? 0 : errno;
+}
+
 }  // namespace
 
 void write_atomically(const std::string& path, const std::string& content,
                       const std::string& role) {
   check_writable(path, role);
+  const std::string target = resolve_links(path, role);
   std::error_code ec;
-  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
-    write_through(path, content, role);  // renaming over /dev/null would replace the device
+  if (fs::exists(target, ec) && !fs::is_regular_file(target, ec)) {
+    write_through(target, content, role);  // renaming over /dev/null would replace the device
     return;
   }
-  std::string pattern = (fs::path(directory_of(path)) / ".commtool-XXXXXX").string();
-  std::vector<char> temp(pattern.begin(), pattern.end());
-  temp.push_back('\0');
-  int fd = mkstemp(temp.data());
-  if (fd < 0) throw write_error(role, path, "cannot create a temporary file", errno);
-  if (int err = write_all(fd, content); err != 0) {
-    ::close(fd);
-    ::unlink(temp.data());
+  PendingTemp temp;
+  if (int err = temp.create(directory_of(target)); err != 0) {
+    throw write_error(role, path, "cannot create a temporary file", err);
+  }
+  if (int err = keep_owner_and_mode(temp.fd(), target); err != 0) {
+    throw write_error(role, path, "cannot set the mode of " + target, err);
+  }
+  if (int err = write_all(temp.fd(), content); err != 0) {
     throw write_error(role, path, "write failed", err);
   }
   // A report is small; fsync makes "renamed" mean "on disk" even after a crash.
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(temp.data());
-    throw write_error(role, path, "cannot flush", err);
+  if (::fsync(temp.fd()) != 0) throw write_error(role, path, "cannot flush", errno);
+  if (int err = temp.close(); err != 0) throw write_error(role, path, "cannot flush", err);
+  if (::rename(temp.path(), target.c_str()) != 0) {
+    throw write_error(role, path, "cannot rename into place", errno);
   }
-  if (::chmod(temp.data(), 0644) != 0 || ::rename(temp.data(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(temp.data());
-    throw write_error(role, path, "cannot rename into place", err);
-  }
+  temp.release();
 }
 
 }  // namespace commtool::files

@@ -10,11 +10,17 @@ namespace commtool::files {
 // ("--trace") or what it holds ("saved run file"); every error message starts with it.
 
 // Fails early, before anything is measured, when the file cannot be created there: the
-// directory is missing or not writable, or the path is a directory. Throws usage_error.
+// directory (of a symlink's target) is missing or not writable, the path is a directory, or its
+// links loop. Throws usage_error.
 void check_writable(const std::string& path, const std::string& role);
 
 // Writes content to path atomically (temp + fsync + rename). Throws usage_error on failure and
-// leaves no temp file behind.
+// leaves no temp file behind, nor when SIGINT or SIGTERM ends the process while it writes (a
+// handler already installed for them, such as the launcher's, is called instead and the write
+// goes on). A symlink is followed to its final target, which is what gets replaced (the temp
+// file goes in the target's directory; the link stays); a replaced file keeps its mode (and its
+// owner, where the caller may set it), a new one gets 0666 less the umask. A FIFO or device is
+// written through, not replaced.
 void write_atomically(const std::string& path, const std::string& content, const std::string& role);
 
 }  // namespace commtool::files

@@ -283,6 +283,17 @@ std::string measured_text(const EpDiagnosis& d) {
       n, t.render());
 }
 
+json findings_json(const std::vector<EpFinding>& findings) {
+  json out = json::array();
+  for (const EpFinding& f : findings) {
+    out.push_back({{"code", f.code},
+                   {"severity", to_string(f.severity)},
+                   {"message", f.message},
+                   {"evidence", f.evidence}});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string ep_text(const EpSetup& s, const EpDiagnosis& d,
@@ -295,8 +306,11 @@ std::string ep_text(const EpSetup& s, const EpDiagnosis& d,
   if (!d.scenarios.empty()) out += measured_text(d);
   if (d.split) out += split_text(*d.split);
   out += "\nDiagnosis\n";
-  for (const std::string& f : d.findings)
-    out += "  - " + f + "\n";
+  for (const EpFinding& f : d.findings) {
+    out += fmt::format("  {} [{}] {}\n", f.severity == EpSeverity::kWarning ? "WARNING" : "note",
+                       f.code, f.message);
+    if (!f.evidence.empty()) out += "      evidence: " + f.evidence + "\n";
+  }
   return out;
 }
 
@@ -322,7 +336,7 @@ std::string ep_json(const EpSetup& s, const EpDiagnosis& d,
               {"dispatch_bytes", s.traffic.dispatch_bytes},
               {"combine_bytes", s.traffic.combine_bytes},
               {"metrics", metrics_json(s.metrics)},
-              {"findings", d.findings},
+              {"findings", findings_json(d.findings)},
               {"measured", measured != nullptr}};
   if (s.replication) {
     const tracing::ReplicationPlan& p = s.replication.value();

@@ -6,6 +6,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
+#include <tuple>
 
 #include "reports/ep/ep_words.hpp"
 
@@ -40,131 +42,171 @@ std::string hot_clause(const EpSetup& s) {
                      on_busiest.size() > 1 ? "" : "s", 100.0 * share);
 }
 
-std::vector<std::string> routing_findings(const EpSetup& s) {
+EpFinding balance_finding(const EpSetup& s) {
   const tracing::EpMetrics& m = s.metrics;
-  std::vector<std::string> out;
   const auto n = s.config.ranks;
-  if (n > 1) {
-    const tracing::RankLoad& busiest = m.ranks[static_cast<size_t>(m.busiest_rank)];
-    uint64_t received = 0;
-    for (const tracing::RankLoad& r : m.ranks)
-      received += r.tokens_received;
-    out.push_back(fmt::format(
-        "rank {} receives {:.1f}% of the dispatched tokens (an even share is {:.1f}%): imbalance "
-        "{:.2f} (max/mean - 1 over ranks' received tokens), CV {:.2f}",
-        m.busiest_rank,
-        pct(static_cast<double>(busiest.tokens_received), static_cast<double>(received)), 100.0 / n,
-        m.imbalance, m.cv));
-  } else {
-    out.push_back(
-        "one rank: every token stays on it, so the all-to-all is a local copy and skew costs no "
-        "communication here; run on 2 or more GPUs to measure what it costs");
+  if (n == 1) {
+    return {"one-rank", EpSeverity::kNote,
+            "one rank: every token stays on it, so the all-to-all is a local copy and skew costs "
+            "no communication here; run on 2 or more GPUs to measure what it costs",
+            "1 rank"};
   }
-  if (!m.hot.empty()) {
-    std::vector<std::string> parts;
-    for (const tracing::ExpertLoad& e : m.hot) {
-      parts.push_back(fmt::format("{} ({:.1f}%, rank{} {})", e.expert, 100.0 * e.share,
-                                  e.ranks.size() > 1 ? "s" : "", and_list(e.ranks)));
-      if (parts.size() == 8) break;
-    }
-    out.push_back(
-        fmt::format("{} hot expert{} (over {:.0f}x the mean expert's {:.2f}% of "
-                    "selections): {}{}",
-                    m.hot.size(), m.hot.size() > 1 ? "s" : "", tracing::kHotLoadFactor,
-                    100.0 / s.config.experts, fmt::join(parts, ", "),
-                    m.hot.size() > parts.size() ? ", ..." : ""));
-  } else {
-    out.push_back(fmt::format("no hot expert: none gets over {:.0f}x the mean expert's share",
-                              tracing::kHotLoadFactor));
+  const tracing::RankLoad& busiest = m.ranks[static_cast<size_t>(m.busiest_rank)];
+  uint64_t received = 0;
+  for (const tracing::RankLoad& r : m.ranks)
+    received += r.tokens_received;
+  return {
+      "rank-imbalance", m.imbalance >= kImbalanceWarning ? EpSeverity::kWarning : EpSeverity::kNote,
+      fmt::format("rank {} receives {:.1f}% of the dispatched tokens (an even share is "
+                  "{:.1f}%)",
+                  m.busiest_rank,
+                  pct(static_cast<double>(busiest.tokens_received), static_cast<double>(received)),
+                  100.0 / n),
+      fmt::format("imbalance {:.2f} (max/mean - 1 over ranks' received tokens; a warning "
+                  "from {:.2f}), CV {:.2f}",
+                  m.imbalance, kImbalanceWarning, m.cv)};
+}
+
+EpFinding hot_finding(const EpSetup& s) {
+  const tracing::EpMetrics& m = s.metrics;
+  if (m.hot.empty()) {
+    const auto busiest =
+        std::max_element(m.experts.begin(), m.experts.end(),
+                         [](const auto& a, const auto& b) { return a.selections < b.selections; });
+    return {"no-hot-expert", EpSeverity::kNote,
+            fmt::format("no hot expert: none gets over {:.0f}x the mean expert's share",
+                        tracing::kHotLoadFactor),
+            busiest == m.experts.end()
+                ? ""
+                : fmt::format("the busiest, expert {}, gets {:.2f}% of selections; the mean "
+                              "expert {:.2f}%",
+                              busiest->expert, 100.0 * busiest->share, 100.0 / s.config.experts)};
   }
+  std::vector<std::string> parts;
+  for (const tracing::ExpertLoad& e : m.hot) {
+    parts.push_back(fmt::format("{} ({:.1f}%, rank{} {})", e.expert, 100.0 * e.share,
+                                e.ranks.size() > 1 ? "s" : "", and_list(e.ranks)));
+    if (parts.size() == 8) break;
+  }
+  return {"hot-experts", EpSeverity::kWarning,
+          fmt::format("{} hot expert{} (over {:.0f}x the mean expert's {:.2f}% of selections)",
+                      m.hot.size(), m.hot.size() > 1 ? "s" : "", tracing::kHotLoadFactor,
+                      100.0 / s.config.experts),
+          fmt::format("expert (share, holders): {}{}", fmt::join(parts, ", "),
+                      m.hot.size() > parts.size() ? ", ..." : "")};
+}
+
+std::vector<EpFinding> routing_findings(const EpSetup& s) {
+  const tracing::EpMetrics& m = s.metrics;
+  std::vector<EpFinding> out = {balance_finding(s), hot_finding(s)};
   if (!m.dead.empty()) {
     std::vector<int> first(m.dead.begin(), m.dead.begin() + std::min<size_t>(m.dead.size(), 12));
-    out.push_back(fmt::format("{} of {} experts got no token (dead): {}{}", m.dead.size(),
-                              s.config.experts, fmt::join(first, ", "),
-                              m.dead.size() > first.size() ? ", ..." : ""));
+    out.push_back(
+        {"dead-experts", EpSeverity::kWarning,
+         fmt::format("{} of {} experts got no token (dead)", m.dead.size(), s.config.experts),
+         fmt::format("experts with 0 selections: {}{}", fmt::join(first, ", "),
+                     m.dead.size() > first.size() ? ", ..." : "")});
   }
   if (m.dispatch_per_selection) {
-    out.push_back(
-        "dispatch counted per selection: the routing file has per-expert counts but no "
-        "per-token choices, so a token's experts on one rank are counted as separate copies "
-        "(an upper bound on the traffic)");
+    out.push_back({"dispatch-per-selection", EpSeverity::kNote,
+                   "dispatch counted per selection: a token's experts on one rank are counted "
+                   "as separate copies (an upper bound on the traffic)",
+                   fmt::format("the routing ({}) has per-expert counts but no per-token choices",
+                               s.routing_source)});
   }
   return out;
 }
 
-std::vector<std::string> measured_findings(const EpSetup& s, const EpDiagnosis& d) {
-  std::vector<std::string> out;
+// The headline, in the words an MoE engineer uses.
+EpFinding headline_finding(const EpSetup& s, const ScenarioFigures& routed,
+                           const ScenarioFigures& uniform, const ScenarioFigures* replicated) {
+  const double dispatch_x = ratio(routed.dispatch, uniform.dispatch);
+  std::string message = hot_clause(s);
+  if (!message.empty()) message += ": ";
+  message += fmt::format("dispatch takes {:.2f}x the uniform time", dispatch_x);
+  if (replicated != nullptr && s.replication) {
+    message += fmt::format("; replicating the top {} expert{} brings it to {:.2f}x",
+                           s.replication->replicated.size(),
+                           s.replication->replicated.size() > 1 ? "s" : "",
+                           ratio(replicated->dispatch, uniform.dispatch));
+  }
+  return {"skew-slowdown", dispatch_x < 1 + kNoise ? EpSeverity::kNote : EpSeverity::kWarning,
+          message,
+          fmt::format("dispatch median {:.1f} us routed, {:.1f} us uniform (the same bytes spread "
+                      "evenly)",
+                      routed.dispatch.time_us.median, uniform.dispatch.time_us.median)};
+}
+
+EpFinding straggler_finding(const EpSetup& s, const PhaseFigures& rd) {
+  std::vector<double> others;
+  for (size_t r = 0; r < rd.rank_median_us.size(); ++r) {
+    if (static_cast<int>(r) != rd.slowest_rank) others.push_back(rd.rank_median_us[r]);
+  }
+  return {
+      "straggler", EpSeverity::kNote,
+      fmt::format("straggler: rank {}{}", rd.slowest_rank,
+                  rd.slowest_rank == s.metrics.busiest_rank
+                      ? ", the rank that receives the most tokens"
+                      : fmt::format("; rank {} receives the most tokens", s.metrics.busiest_rank)),
+      fmt::format("its dispatch median {:.1f} us, the other ranks' median {:.1f} us",
+                  rd.rank_median_us[static_cast<size_t>(rd.slowest_rank)],
+                  measure::summarize(others).median)};
+}
+
+std::vector<EpFinding> measured_findings(const EpSetup& s, const EpDiagnosis& d) {
+  std::vector<EpFinding> out;
   const ScenarioFigures* routed = find(d, EpScenarioKind::kRouted);
   const ScenarioFigures* uniform = find(d, EpScenarioKind::kUniform);
   const ScenarioFigures* replicated = find(d, EpScenarioKind::kReplicated);
   if (routed == nullptr || uniform == nullptr) return out;
   if (s.config.ranks == 1) {
-    out.push_back(fmt::format(
-        "measured at one rank: a self send/recv through NCCL, dispatch {:.1f} us, combine {:.1f} "
-        "us; these times are of a local copy and say nothing about the links",
-        routed->dispatch.time_us.median, routed->combine.time_us.median));
+    out.push_back({"one-rank-measured", EpSeverity::kNote,
+                   "measured at one rank: these times are of a local copy and say nothing about "
+                   "the links",
+                   fmt::format("a self send/recv through NCCL, dispatch {:.1f} us, combine "
+                               "{:.1f} us",
+                               routed->dispatch.time_us.median, routed->combine.time_us.median)});
     return out;
   }
-  // The headline, in the words an MoE engineer uses.
-  const double dispatch_x = ratio(routed->dispatch, uniform->dispatch);
-  std::string headline = hot_clause(s);
-  if (!headline.empty()) headline += ": ";
-  headline +=
-      fmt::format("dispatch takes {:.2f}x the uniform time ({:.1f} vs {:.1f} us)", dispatch_x,
-                  routed->dispatch.time_us.median, uniform->dispatch.time_us.median);
-  if (replicated != nullptr && s.replication) {
-    headline += fmt::format("; replicating the top {} expert{} brings it to {:.2f}x",
-                            s.replication->replicated.size(),
-                            s.replication->replicated.size() > 1 ? "s" : "",
-                            ratio(replicated->dispatch, uniform->dispatch));
-  }
-  out.push_back(headline);
-
+  out.push_back(headline_finding(s, *routed, *uniform, replicated));
   for (const auto& [name, r, u] : {std::tuple{"dispatch", &routed->dispatch, &uniform->dispatch},
                                    std::tuple{"combine", &routed->combine, &uniform->combine}}) {
     const double x = ratio(*r, *u);
     if (x < 1 + kNoise) {
-      out.push_back(
-          fmt::format("{}: the skew costs nothing measurable ({:.2f}x the uniform "
-                      "time, within {:.0f}%)",
-                      name, x, 100 * kNoise));
+      out.push_back({"no-skew-cost", EpSeverity::kNote,
+                     fmt::format("{}: the skew costs nothing measurable", name),
+                     fmt::format("{:.2f}x the uniform time, within {:.0f}%", x, 100 * kNoise)});
     } else {
-      out.push_back(
-          fmt::format("{}: {:.0f}% of the time is lost to the skew ({:.1f} us routed, "
-                      "{:.1f} us for the same bytes spread evenly)",
-                      name, pct(r->time_us.median - u->time_us.median, r->time_us.median),
-                      r->time_us.median, u->time_us.median));
+      out.push_back({"skew-cost", EpSeverity::kWarning,
+                     fmt::format("{}: {:.0f}% of the time is lost to the skew", name,
+                                 pct(r->time_us.median - u->time_us.median, r->time_us.median)),
+                     fmt::format("{:.1f} us routed, {:.1f} us for the same bytes spread evenly",
+                                 r->time_us.median, u->time_us.median)});
     }
   }
-  const PhaseFigures& rd = routed->dispatch;
-  std::vector<double> others;
-  for (size_t r = 0; r < rd.rank_median_us.size(); ++r) {
-    if (static_cast<int>(r) != rd.slowest_rank) others.push_back(rd.rank_median_us[r]);
-  }
-  out.push_back(fmt::format(
-      "straggler: rank {} (its dispatch median {:.1f} us, the other ranks' median {:.1f} us){}",
-      rd.slowest_rank, rd.rank_median_us[static_cast<size_t>(rd.slowest_rank)],
-      measure::summarize(others).median,
-      rd.slowest_rank == s.metrics.busiest_rank
-          ? ", the rank that receives the most tokens"
-          : fmt::format("; rank {} receives the most tokens", s.metrics.busiest_rank)));
+  out.push_back(straggler_finding(s, routed->dispatch));
   return out;
 }
 
-std::string replication_finding(const EpSetup& s, bool measured) {
-  if (!s.replication) return "";
+std::optional<EpFinding> replication_finding(const EpSetup& s, bool measured) {
+  if (!s.replication) return std::nullopt;
   const tracing::ReplicationPlan& p = s.replication.value();
   if (p.replicated.empty()) {
-    return "--replicate: one rank has nowhere to put a replica; the plan is the routing as is";
+    return EpFinding{"replication-nowhere", EpSeverity::kNote,
+                     "--replicate: one rank has nowhere to put a replica; the plan is the "
+                     "routing as is",
+                     "1 rank"};
   }
   std::vector<std::string> moves;
   for (int e : p.replicated) {
     const std::vector<int>& holders = p.placement.holders[static_cast<size_t>(e)];
     moves.push_back(fmt::format("expert {} also on rank {}", e, holders.back()));
   }
-  return fmt::format("what-if (EPLB-style) {}: imbalance {:.2f} -> {:.2f}{}",
-                     fmt::join(moves, ", "), s.metrics.imbalance, p.metrics.imbalance,
-                     measured ? "" : " (planned; --dry-run measures nothing)");
+  return EpFinding{
+      "replication-what-if", EpSeverity::kNote,
+      fmt::format("what-if (EPLB-style) {}", fmt::join(moves, ", ")),
+      fmt::format("imbalance {:.2f} -> {:.2f}{}", s.metrics.imbalance, p.metrics.imbalance,
+                  measured ? "" : " (planned; --dry-run measures nothing)")};
 }
 }  // namespace
 
@@ -227,19 +269,23 @@ EpDiagnosis diagnose_ep(const EpSetup& setup, const tracing::EpMeasurement* meas
     if (std::string why = workers::shared_gpu_withheld(measured->placement); !why.empty()) {
       // The skew cost, the straggler and the host-bound finding all compare times; between
       // processes time-slicing one GPU no such comparison says anything about this machine.
-      d.findings.push_back("skew cost, straggler and what replication buys " + why);
+      d.findings.push_back(
+          {"verdicts-withheld", EpSeverity::kNote,
+           "skew cost, straggler and what replication buys " + why,
+           fmt::format("{} ranks on {} GPU(s), up to {} on one", measured->placement.ranks,
+                       measured->placement.gpus, measured->placement.most_ranks_on_a_gpu)});
     } else {
       d.findings = measured_findings(setup, d);
       if (d.split) {
-        for (std::string& f : ep_split_findings(*d.split, EpScenarioKind::kRouted))
+        for (EpFinding& f : ep_split_findings(*d.split, EpScenarioKind::kRouted))
           d.findings.push_back(std::move(f));
       }
     }
   }
-  for (std::string& f : routing_findings(setup))
+  for (EpFinding& f : routing_findings(setup))
     d.findings.push_back(std::move(f));
-  if (std::string r = replication_finding(setup, measured != nullptr); !r.empty()) {
-    d.findings.push_back(std::move(r));
+  if (std::optional<EpFinding> r = replication_finding(setup, measured != nullptr)) {
+    d.findings.push_back(std::move(*r));
   }
   return d;
 }

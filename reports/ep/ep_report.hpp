@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "probes/base/measure/statistics.hpp"
+#include "reports/ep/ep_finding.hpp"
 #include "reports/ep/ep_split.hpp"
 #include "tracing/ep/ep_measure.hpp"
 #include "tracing/ep/ep_plan.hpp"
@@ -40,7 +41,7 @@ struct ScenarioFigures {
 struct EpDiagnosis {
   std::vector<ScenarioFigures> scenarios;  // empty for a dry run
   std::optional<EpSplit> split;            // --trace: the CUPTI split of every phase
-  std::vector<std::string> findings;       // plain sentences with their evidence
+  std::vector<EpFinding> findings;         // warnings and notes, each with its evidence
 };
 
 // Figures per measured scenario and phase, and the findings. `measured` is null for --dry-run.

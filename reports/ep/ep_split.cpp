@@ -160,8 +160,8 @@ std::optional<EpSplit> ep_split(const EpMeasurement& m) {
   return out;
 }
 
-std::vector<std::string> ep_split_findings(const EpSplit& split, tracing::EpScenarioKind scenario) {
-  std::vector<std::string> out;
+std::vector<EpFinding> ep_split_findings(const EpSplit& split, tracing::EpScenarioKind scenario) {
+  std::vector<EpFinding> out;
   for (const EpSplitRow& row : split.rows) {
     // The host's cost is the untraced pass's (CUPTI slows the host far more than the GPU);
     // the GPU work's is the traced kernel interval.
@@ -180,13 +180,15 @@ std::vector<std::string> ep_split_findings(const EpSplit& split, tracing::EpScen
                 "PyTorch creates them, launches on the calling thread), and that hand-off is "
                 "part of the enqueue"
               : "";
-      out.push_back(fmt::format(
-          "{} {}: the host takes {:.1f} us to enqueue the exchange (its ncclSend/ncclRecv "
-          "group, untraced; median, slowest rank), no less than the {:.1f} us its GPU work "
-          "takes (CUPTI, {} traced exchanges): issued back to back, these exchanges are limited "
-          "by the host, not the links{}",
-          to_string(row.scenario), to_string(row.phase), enqueue.median, row.kernel_us.median,
-          row.exchanges, why));
+      out.push_back(
+          {"host-bound-exchange", EpSeverity::kWarning,
+           fmt::format("{} {}: issued back to back, these exchanges are limited by the host, "
+                       "not the links{}",
+                       to_string(row.scenario), to_string(row.phase), why),
+           fmt::format("the host takes {:.1f} us to enqueue the exchange (its ncclSend/ncclRecv "
+                       "group, untraced; median, slowest rank), no less than the {:.1f} us its "
+                       "GPU work takes (CUPTI, {} traced exchanges)",
+                       enqueue.median, row.kernel_us.median, row.exchanges)});
     }
   }
   return out;

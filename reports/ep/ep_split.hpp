@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "probes/base/measure/statistics.hpp"
+#include "reports/ep/ep_finding.hpp"
 #include "tracing/ep/ep_measure.hpp"
 
 namespace commtool::reports {
@@ -52,7 +53,7 @@ std::optional<EpSplit> ep_split(const tracing::EpMeasurement& measured);
 
 // The diagnosis lines the split supports for `scenario` (the routed traffic): a phase the host
 // cannot enqueue as fast as the GPU runs it (the untraced enqueue against the traced kernel).
-std::vector<std::string> ep_split_findings(const EpSplit& split, tracing::EpScenarioKind scenario);
+std::vector<EpFinding> ep_split_findings(const EpSplit& split, tracing::EpScenarioKind scenario);
 
 // The traced pass as a Chrome/Perfetto trace (reports/trace/chrome_trace.hpp), each exchange's host
 // spans named by its traffic and phase ("enqueue routed dispatch #42"). Empty of events when the

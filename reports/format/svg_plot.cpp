@@ -7,6 +7,7 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <sstream>
 
 namespace commtool::reports {
 
@@ -44,7 +45,70 @@ std::string num(double v) {
   return fmt::format("{:.2f}", v);
 }
 
-void open_document(std::string& svg, double width, double height, const std::string& title) {
+// Characters of UTF-8 text (bytes that do not continue a character), and the byte offset of
+// the first `n` of them.
+size_t glyphs(std::string_view text) {
+  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+size_t byte_offset(std::string_view text, size_t n) {
+  size_t seen = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && seen++ == n) return i;
+  }
+  return text.size();
+}
+
+constexpr double kTitleFontSize = 16;
+constexpr double kTitleLine = 20;       // baseline to baseline
+constexpr double kTitleMargin = 10;     // kept free at each side of a title line
+constexpr double kMaxTitleWidth = 760;  // a document widens for its title up to this
+constexpr double kTitleBaseline = 28;   // of the first line
+
+// The title in lines that each fit `width` by the estimate: broken at spaces, and a word too
+// long for a line of its own (a file path) broken where the line is full.
+std::vector<std::string> title_lines(const std::string& title, double width) {
+  const auto room = static_cast<size_t>(std::max(
+      1.0, std::floor((width - 2 * kTitleMargin) / estimated_text_width("x", kTitleFontSize))));
+  std::vector<std::string> lines;
+  std::string line;
+  auto flush = [&] {
+    if (!line.empty()) lines.push_back(std::move(line));
+    line.clear();
+  };
+  std::istringstream words(title);
+  for (std::string word; words >> word;) {
+    const size_t need = glyphs(line) + (line.empty() ? 0 : 1) + glyphs(word);
+    if (need > room) flush();
+    while (glyphs(word) > room) {
+      const size_t cut = byte_offset(word, room);
+      lines.push_back(word.substr(0, cut));
+      word.erase(0, cut);
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+  }
+  flush();
+  if (lines.empty()) lines.emplace_back();
+  return lines;
+}
+
+// A document width that leaves a title of one line room where it can: at least `content`, and
+// as wide as the title up to kMaxTitleWidth (a longer one wraps).
+double width_for_title(double content, const std::string& title) {
+  return std::max(content, std::min(kMaxTitleWidth, estimated_text_width(title, kTitleFontSize) +
+                                                        2 * kTitleMargin));
+}
+
+// How much lower than with a one-line title the plot must start.
+double title_extra(const std::vector<std::string>& lines) {
+  return kTitleLine * as_double(lines.size() - 1);
+}
+
+void open_document(std::string& svg, double width, double height, const std::string& title,
+                   const std::vector<std::string>& lines) {
   fmt::format_to(Out(svg),
                  "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
                  "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" "
@@ -52,9 +116,12 @@ void open_document(std::string& svg, double width, double height, const std::str
                  "font-size=\"12\">\n<title>{2}</title>\n"
                  "<rect width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n",
                  num(width), num(height), xml_escape(title));
-  fmt::format_to(Out(svg),
-                 "<text x=\"{}\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">{}</text>\n",
-                 num(width / 2), xml_escape(title));
+  for (size_t i = 0; i < lines.size(); ++i) {
+    fmt::format_to(Out(svg),
+                   "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"{:g}\">{}</text>\n",
+                   num(width / 2), num(kTitleBaseline + kTitleLine * as_double(i)), kTitleFontSize,
+                   xml_escape(lines[i]));
+  }
 }
 
 void text(std::string& svg, double x, double y, const char* anchor, const std::string& content,
@@ -167,6 +234,10 @@ std::string series_stroke(size_t index) {
 
 }  // namespace
 
+double estimated_text_width(std::string_view text, double font_size) {
+  return kCharWidth * font_size / 12 * as_double(glyphs(text));
+}
+
 std::string xml_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -222,14 +293,16 @@ std::string render_line_plot_svg(const LinePlot& plot) {
   const LogAxis y_axis = make_axis(y_min, y_max, plot.y_unit);
 
   constexpr double kLegendRow = 18;
-  const PlotArea area{90, 50, 560, 380};
-  const double legend_x = area.right() + 30;
-  const double width = legend_x + std::max(140.0, 40 + kCharWidth * as_double(longest_name));
+  const double legend_x = 90 + 560 + 30;
+  const double width = width_for_title(
+      legend_x + std::max(140.0, 40 + kCharWidth * as_double(longest_name)), plot.title);
+  const std::vector<std::string> lines = title_lines(plot.title, width);
+  const PlotArea area{90, 50 + title_extra(lines), 560, 380};
   const double height =
       std::max(area.bottom() + 60, area.top + kLegendRow * as_double(plot.series.size() + 1));
 
   std::string svg;
-  open_document(svg, width, height, plot.title);
+  open_document(svg, width, height, plot.title, lines);
   draw_axes(svg, area, x_axis, y_axis);
   text(svg, area.left + area.width / 2, area.bottom() + 45, "middle", plot.x_label);
   vertical_text(svg, 20, area.top + area.height / 2, plot.y_label);
@@ -329,16 +402,17 @@ std::string render_heat_map_svg(const HeatMap& map) {
   const size_t label_every = cell > 0 ? static_cast<size_t>(std::ceil(12 / cell)) : 1;
 
   const double left = 40 + kCharWidth * as_double(std::max<size_t>(longest(map.row_ticks), 2));
-  const double top = 50;
   const double grid_w = cell * as_double(cols), grid_h = cell * as_double(rows);
   const double bar_x = left + grid_w + 30, bar_h = std::max(grid_h, 120.0);
   const std::string max_label = fmt::format("{:.2f} {}", max_value, map.value_unit);
-  const double width = std::max(bar_x + 16 + 30 + kCharWidth * as_double(max_label.size()),
-                                40 + kCharWidth * as_double(map.title.size()));
+  const double width =
+      width_for_title(bar_x + 16 + 30 + kCharWidth * as_double(max_label.size()), map.title);
+  const std::vector<std::string> lines = title_lines(map.title, width);
+  const double top = 50 + title_extra(lines);
   const double height = top + bar_h + 60;
 
   std::string svg;
-  open_document(svg, width, height, map.title);
+  open_document(svg, width, height, map.title, lines);
   if (rows == 0 || cols == 0) text(svg, left + 60, top + 60, "middle", "no data");
   for (size_t r = 0; r < rows; ++r) {
     const double y = top + cell * as_double(r);

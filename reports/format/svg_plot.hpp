@@ -8,8 +8,11 @@
 //    word. A series left with no point is drawn only in the legend, as "NAME (no data)".
 //  - Same input, byte-identical output: every coordinate is printed with fixed precision, fmt
 //    ignores the locale, and nothing depends on time or addresses. Golden files and diffs work.
-//  - SVG has no text layout, so widths of labels are estimated (~7 px a character): a very long
-//    name can run past the edge of the legend or overlap a neighbouring tick label.
+//  - SVG has no text layout, so widths of labels are estimated (~7 px a character at 12 px,
+//    estimated_text_width): a very long name can run past the edge of the legend or overlap a
+//    neighbouring tick label. The title (16 px) is the exception: the document widens for it
+//    up to 760 px, and a longer title wraps at spaces (a word too long for a line, such as a
+//    file path, is broken where the line is full), each line fitting by the estimate.
 //  - The heat map's colour bar is a gradient with a fixed id ("heat-scale"): two heat maps
 //    pasted inline into one HTML page would share it. Standalone files are unaffected.
 #pragma once
@@ -66,6 +69,10 @@ struct HeatMap {
 };
 
 std::string render_heat_map_svg(const HeatMap& map);
+
+// The renderers' estimate of how wide `text` is at `font_size` px: 7 px a character at 12 px,
+// scaled with the size (characters, not bytes, of UTF-8).
+double estimated_text_width(std::string_view text, double font_size);
 
 // Text made safe for XML character data and attribute values: & < > " ' become entities, and
 // the control characters XML 1.0 forbids (all below 0x20 but tab, newline, return) are dropped.

@@ -8,6 +8,8 @@
 #include <optional>
 
 #include "probes/base/error.hpp"
+#include "probes/base/measure/byte_size.hpp"
+#include "probes/base/measure/memory_limit.hpp"
 #include "probes/topo/rank_placement.hpp"
 #include "tracing/allreduce/ipc_allreduce.hpp"
 #include "tracing/allreduce/ipc_allreduce_task.hpp"
@@ -195,6 +197,43 @@ std::vector<AllReducePath> ipc_paths(const AllReduceSweepRequest& r,
   return out;
 }
 
+// The request at `nranks` ranks, at most `sharing` of them on one GPU: what trace's planning
+// refuses (a size below one element, a type that cannot hold the exact sum), the memory of the
+// largest size (NCCL's send and receive buffers; the IPC all-reduce's input, output, pristine
+// input, reference and mapped buffer, and its host copies of the input and reference on every
+// rank), and the operations a rank keeps.
+void check_at(const AllReduceSweepRequest& r, int nranks, int sharing) {
+  using measure::saturating_mul;
+  if (r.sizes.empty()) throw bad_value("sizes", "(none)", "give at least one size");
+  plan_for(nccl_request(r), nranks);
+  const uint64_t largest = *std::max_element(r.sizes.begin(), r.sizes.end());
+  const std::string value = measure::format_byte_size(largest);
+  const bool ipc = ipc_not_applicable(r, nranks).empty();
+  const uint64_t buffers = ipc ? 5 : 2;
+  measure::check_memory("max_bytes", value,
+                        saturating_mul(largest, buffers * static_cast<uint64_t>(sharing)),
+                        measure::kMaxGpuBytes,
+                        fmt::format("{} rank(s) on one GPU with {} buffers of {} each{}", sharing,
+                                    buffers, value, ipc ? " (the IPC all-reduce's)" : ""));
+  if (ipc) {
+    measure::check_memory("max_bytes", value,
+                          saturating_mul(largest, 2 * static_cast<uint64_t>(nranks)),
+                          measure::kMaxHostBytes,
+                          fmt::format("{} rank(s) with 2 host copies of {} each (the IPC "
+                                      "all-reduce's input and reference)",
+                                      nranks, value));
+  }
+  const uint64_t per_size = static_cast<uint64_t>(r.iters) + static_cast<uint64_t>(r.warmup);
+  const uint64_t ops = saturating_mul(saturating_mul(r.sizes.size(), per_size), ipc ? 2 : 1);
+  if (ops > measure::kMaxOperationsPerRank) {
+    throw bad_value("iters", std::to_string(r.iters),
+                    fmt::format("{} size(s) x {} operations{} come to {} operations per rank, "
+                                "each kept in memory until the rank reports; the limit is {}",
+                                r.sizes.size(), per_size, ipc ? " x 2 (one-shot and two-shot)" : "",
+                                ops, measure::kMaxOperationsPerRank));
+  }
+}
+
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -229,8 +268,17 @@ const char* to_string(AllReducePointStatus s) {
   return "?";
 }
 
+void check_sweep_request(const AllReduceSweepRequest& request) {
+  const auto listed = static_cast<int>(request.devices.size());
+  const int sharing =
+      std::max(1, workers::summarize_placement(request.devices).most_ranks_on_a_gpu);
+  check_at(request, std::max(listed, 1), sharing);
+}
+
 AllReduceSweep run_allreduce_sweep(const AllReduceSweepRequest& request) {
+  check_sweep_request(request);
   const topo::RankPlacement placement = topo::place_ranks(request.devices, "diagnose allreduce");
+  check_at(request, placement.nranks(), std::max(1, placement.summary().most_ranks_on_a_gpu));
   AllReduceSweep sweep;
   sweep.placement = placement.summary();
   sweep.dtype = to_string(request.dtype);

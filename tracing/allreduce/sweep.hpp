@@ -71,6 +71,13 @@ struct AllReduceSweepRequest {
   nccl::CommMode comm = nccl::CommMode::kBlocking;
 };
 
+// What can be checked before the GPUs are found: at the ranks `devices` lists (at one rank when
+// it is empty: the count comes with the machine), the sizes and type as trace plans them, the
+// GPU and host memory of the largest size against measure/memory_limit.hpp's limits, and the
+// operations a rank keeps. Throws BadValue naming the field (sizes, dtype, max_bytes, iters).
+// run_allreduce_sweep checks this first, and again at the ranks the machine gives.
+void check_sweep_request(const AllReduceSweepRequest& request);
+
 // Runs every path at every size. A failure of one path (wrong data, a refusal, a hang) becomes
 // that path's status and reason at every size, and the sweep goes on; bad usage and a machine
 // without GPU or NCCL throw (Error with kUsage or kEnvironment).

@@ -1,6 +1,7 @@
 #include "tracing/ep/ep_measure.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -107,7 +108,13 @@ EpRankTrace ep_rank_trace_from_json(const json& j) {
 }
 
 int ep_rank_count(const std::vector<int>& devices) {
-  return ranks_for(devices).nranks();
+  const int n = devices.empty() ? ranks_for(devices).nranks() : static_cast<int>(devices.size());
+  if (n > kMaxExchangeRanks) {
+    throw bad_value("devices",
+                    devices.empty() ? "all" : excerpt(fmt::format("{}", fmt::join(devices, ","))),
+                    fmt::format("{} ranks: an exchange takes 1 to {}", n, kMaxExchangeRanks));
+  }
+  return n;
 }
 
 EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {

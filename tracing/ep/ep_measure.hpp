@@ -96,8 +96,9 @@ nlohmann::json to_json(const EpRankTrace& trace);
 // Throws Error(kUsage) naming the field when `j` is not such a trace.
 EpRankTrace ep_rank_trace_from_json(const nlohmann::json& j);
 
-// How many ranks a run over `devices` (the GPU of each rank; empty: one rank per GPU) has;
-// Error(kEnvironment) with no GPU.
+// How many ranks a run over `devices` (the GPU of each rank; empty: one rank per GPU) has: the
+// list's length, known without the machine, else the machine's GPUs (Error(kEnvironment) with
+// no GPU). Throws BadValue (devices) above kMaxExchangeRanks.
 int ep_rank_count(const std::vector<int>& devices);
 
 // Every matrix must be nranks x nranks for nranks = ep_rank_count(devices). Throws the

@@ -41,6 +41,19 @@ struct EpSetup {
 // config out of range) and Error(kUsage) for unreadable files.
 EpSetup plan_ep(const EpPlanRequest& request);
 
+// What can be checked before the rank count is known (a measured run over every GPU learns it
+// from the machine): the config, the routing file and its layer, the placement file against the
+// expert count (its ranks against the most an exchange takes), the replicate count, the
+// generated routing's host memory at one rank, and the GPU memory any rank of a measured run
+// needs at least (its dispatch send buffer). Throws what plan_ep throws for the same faults.
+void check_ep_request(const EpPlanRequest& request);
+
+// The GPU memory a measured run of `setup` takes: per rank, buffers for its largest send and
+// largest receive; per GPU, the ranks `devices` puts on it (the GPU of each rank; empty: one
+// rank per GPU). Throws BadValue (tokens_per_rank) above measure::kMaxGpuBytes on any GPU.
+// plan_ep itself bounds the host memory of a generated routing.
+void check_ep_memory(const EpSetup& setup, const std::vector<int>& devices);
+
 // The traffic to measure, in the order the reports name it: routed, uniform (the routed bytes
 // spread evenly), and replicated when the what-if moved anything.
 std::vector<EpScenario> ep_scenarios(const EpSetup& setup);
