@@ -115,3 +115,19 @@ TEST(Excerpt, ControlCharactersCannotReachTheTerminalRaw) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(BoundedJson, SixtyFourLevelsAreReadAndSixtyFiveAreNot) {
+  const auto nested = [](int levels) {
+    return std::string(static_cast<size_t>(levels), '[') +
+           std::string(static_cast<size_t>(levels), ']');
+  };
+  EXPECT_NO_THROW(commtool::files::parse_json_bounded(nested(64), "x"));
+  EXPECT_THROW(commtool::files::parse_json_bounded(nested(65), "x"), Error);
+  // Brackets inside strings, escaped quotes included, are text, not nesting.
+  const std::string text = "{\"a\": \"" + nested(100) + "\\\"" + nested(100) + "\"}";
+  EXPECT_EQ(commtool::files::parse_json_bounded(text, "x").at("a").get<std::string>().size(), 401u);
+}
+
+}  // namespace
