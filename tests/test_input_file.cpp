@@ -131,3 +131,19 @@ TEST(BoundedJson, SixtyFourLevelsAreReadAndSixtyFiveAreNot) {
 }
 
 }  // namespace
+
+namespace {
+
+// An internal error (exit 1) before: nlohmann throws out_of_range, which no caller caught.
+TEST(BoundedJson, ANumberNoDoubleHoldsIsAUsageErrorNamingTheSource) {
+  try {
+    commtool::files::parse_json_bounded("{\"layers\": [[1e999]]}", "r.json");
+    FAIL() << "accepted 1e999";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_EQ(std::string(e.what()).rfind("r.json: not valid JSON: ", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("number overflow parsing '1e999'"), std::string::npos);
+  }
+}
+
+}  // namespace

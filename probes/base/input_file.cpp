@@ -95,7 +95,11 @@ nlohmann::json parse_json_bounded(const std::string& text, const std::string& so
         fmt::format("{}: JSON nested deeper than {} levels; commtool's formats need far fewer",
                     source, kMaxJsonDepth));
   }
-  return nlohmann::json::parse(text);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::out_of_range& e) {  // 1e999: no double holds it
+    throw usage_error(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  }
 }
 
 }  // namespace commtool::files
