@@ -38,6 +38,8 @@ run small trace allreduce -b 1K -e 1M -f 1024 -n 20 -w 5 --mode all --poll-ms 10
 run large trace allreduce -b 64M -e 256M -f 4 -n 20 -w 5 --mode all --poll-ms 10,0 \
   --stream-scope --scope-samples 40
 build/tests/bench_report 2000000 > "$out/report-speed.txt"
+# The whole of `commtool report DIR` (run.json, every check, analysis), 2.1 M records.
+build/tests/bench_report 125000 1 > "$out/report-saved-speed.txt"
 
 python3 - "$out" <<'PY'
 import json, sys

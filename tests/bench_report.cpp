@@ -2,7 +2,13 @@
 // synthetic run shaped like a real one, timed apart and together. The target: at least five
 // million records per second on one CPU core.
 //
-//   bench_report [OPERATIONS]   default 125000 operations, 17 records each (2.1 M records)
+//   bench_report [OPERATIONS [RANKS]]   default 125000 operations, 17 records each (2.1 M
+//                                       records); with RANKS also a saved run of that many
+//                                       operations on each of RANKS ranks
+//
+// The saved run is the whole of `commtool report DIR`: run.json with a traced and an untraced
+// sample per operation over 25 sizes and 4 modes, a records file per rank, read back by
+// load_run (every check included), analysed and rendered as text.
 //
 // Two figures, because they differ by 4x on some virtual machines: "cold" is the first
 // parse + attribute in the process, paying the kernel for every fresh page it touches (what one
@@ -19,8 +25,14 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "reports/trace/trace_report.hpp"
 #include "tracing/trace/attribution.hpp"
 #include "tracing/trace/record_io.hpp"
+#include "tracing/trace/trace_analysis.hpp"
 
 using namespace commtool::tracing;
 
@@ -97,6 +109,63 @@ void print(const char* what, size_t records, double seconds) {
               static_cast<double>(records) / seconds / 1e6);
 }
 
+// `ops` operations per rank, each traced (with its records) and untraced, spread over 25 sizes
+// (8 B to 128 MiB) and the four modes, ranks' records alike but for their ids' meaning.
+TraceRun saved_shape(uint64_t ops, int ranks) {
+  TraceRun run;
+  RunMeta& m = run.meta;
+  m.nranks = ranks;
+  for (uint64_t b = 8; b <= (128u << 20); b *= 2)
+    m.sizes.push_back(b);
+  m.modes = {CompletionMode::kSync, CompletionMode::kAsyncWait, CompletionMode::kDeviceSync,
+             CompletionMode::kBlockingWait};
+  m.iters = static_cast<int>(std::max<uint64_t>(1, ops / (m.sizes.size() * m.modes.size())));
+  for (int rank = 0; rank < ranks; ++rank) {
+    RankRun r;
+    r.rank = rank;
+    r.bus_id = "0000:00:06.0";
+    r.gpu_name = "bench";
+    for (uint64_t seq = 0; seq < ops; ++seq) {
+      add_operation(r.records, seq);
+      const uint64_t group = seq * m.sizes.size() * m.modes.size() / ops;
+      const uint64_t bytes = m.sizes[group / m.modes.size()];
+      const CompletionMode mode = m.modes[group % m.modes.size()];
+      const double t = 10.0 + static_cast<double>(seq % 97);
+      r.samples.push_back({seq, bytes, mode, 0, true, t, 5.0, 0});
+      r.samples.push_back({ops + seq, bytes, mode, 0, false, t / 2, 4.0, 0});
+    }
+    run.ranks.push_back(std::move(r));
+  }
+  return run;
+}
+
+void bench_saved_run(uint64_t ops, int ranks) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("commtool-bench-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  TraceRun run = saved_shape(ops, ranks);
+  size_t records = 0;
+  for (const RankRun& r : run.ranks)
+    records += record_count(r.records);
+  save_run(dir.string(), run);
+  run = TraceRun();
+  auto t0 = std::chrono::steady_clock::now();
+  TraceRun back = load_run(dir.string());
+  auto t1 = std::chrono::steady_clock::now();
+  TraceReport report = analyse(back);
+  auto t2 = std::chrono::steady_clock::now();
+  const std::string text = commtool::reports::render_trace_text(report);
+  auto t3 = std::chrono::steady_clock::now();
+  fs::remove_all(dir);
+  auto s = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  std::printf("saved run: %d rank(s), %zu records, %zu lines of report\n", ranks, records,
+              static_cast<size_t>(std::count(text.begin(), text.end(), '\n')));
+  print("  load_run", records, s(t0, t1));
+  print("  analyse", records, s(t1, t2));
+  print("  render", records, s(t2, t3));
+  print("  report, cold", records, s(t0, t3));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -142,5 +211,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "attribution incomplete: %zu warnings\n", a.warnings.size());
     return 1;
   }
+  if (argc > 2) bench_saved_run(ops, std::max(1, std::atoi(argv[2])));
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "cli_run.hpp"
@@ -358,6 +359,88 @@ TEST(CliReport, WrongTypeInRunJsonNamesTheField) {
   Result r = run("report " + copy.string());
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.out, "\"nranks\": \"x\" has the wrong type")) << r.out;
+}
+
+// The fixture was saved before trace --save wrote saved_at: it stays loadable, and says so.
+TEST(CliReport, FirstLineSaysWhenWhereAndByWhatTheRunWasSaved) {
+  Result r = run("report " + trace_run());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
+            "Saved run: unknown on host vm by commtool 0.1.0 (git bbcbb265625f); run started "
+            "2026-12-03 06:14 UTC");
+  Result j = run("--json report " + trace_run());
+  ASSERT_EQ(j.code, 0) << j.out;
+  EXPECT_TRUE(contains(j.out,
+                       "\"saved_run\": {\n    \"commtool_version\": \"0.1.0 (git "
+                       "bbcbb265625f)\",\n    \"hostname\": \"vm\",\n    \"saved_at\": null"))
+      << j.out;
+}
+
+namespace {
+// A writable copy of the fixture, with `edit` applied to one of its files.
+fs::path edited_copy(const TempDir& dir, const std::string& file,
+                     const std::function<std::string(std::string)>& edit) {
+  const fs::path copy = dir.path / "run";
+  fs::copy(trace_run(), copy);
+  fs::permissions(copy / file, fs::perms::owner_write, fs::perm_options::add);
+  std::ifstream in(copy / file, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  std::ofstream(copy / file, std::ios::binary | std::ios::trunc) << edit(text);
+  return copy;
+}
+}  // namespace
+
+TEST(CliReport, ARecordCutOffMidLineIsAnalysedWithAWarningFirst) {
+  TempDir dir;
+  const fs::path copy = edited_copy(dir, "records-rank0.txt", [](std::string t) {
+    return t.substr(0, t.size() - 10);  // inside the last line, 1673
+  });
+  Result r = run("report " + copy.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string second = r.out.substr(r.out.find('\n') + 1);
+  EXPECT_EQ(second.substr(0, second.find('\n')),
+            "WARNING: " + (copy / "records-rank0.txt").string() +
+                ":1673: the last record is cut off (the file ends inside that line: a run killed "
+                "while writing it?); analysed without it")
+      << r.out;
+  Result j = run("--json report " + copy.string());
+  ASSERT_EQ(j.code, 0) << j.out;
+  EXPECT_TRUE(contains(j.out, "records-rank0.txt:1673: the last record is cut off")) << j.out;
+}
+
+TEST(CliReport, ADuplicatedRecordIsExit2NamingFileLineAndValue) {
+  TempDir dir;
+  const fs::path copy = edited_copy(dir, "records-rank0.txt", [](std::string t) {
+    const size_t at = t.find("\no 33 ") + 1;
+    return t + t.substr(at, t.find('\n', at) + 1 - at);
+  });
+  Result r = run("report " + copy.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "records-rank0.txt:1674: operation seq 33: the same record as line "))
+      << r.out;
+}
+
+TEST(CliReport, ARecordsFileOfAnotherRankIsExit2) {
+  TempDir dir;
+  const fs::path copy = edited_copy(dir, "run.json", [](std::string t) { return t; });
+  fs::copy(copy / "records-rank0.txt", copy / "records-rank1.txt");
+  Result r = run("report " + copy.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "records-rank1.txt: rank: 1: is not a rank of this run")) << r.out;
+}
+
+TEST(CliReport, ANegativeTimeIsExit2NamingKeyAndValue) {
+  TempDir dir;
+  const fs::path copy = edited_copy(dir, "run.json", [](std::string t) {
+    return t.replace(t.find("\"time_us\": 7.84"), 15, "\"time_us\": -7.84");
+  });
+  Result r = run("report " + copy.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "\"samples\"[0]: \"time_us\": -7.84000009"
+                       "2983246: is negative; accepted: a finite number"))
+      << r.out;
 }
 
 namespace {

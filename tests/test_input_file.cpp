@@ -115,3 +115,35 @@ TEST(Excerpt, ControlCharactersCannotReachTheTerminalRaw) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(BoundedJson, SixtyFourLevelsAreReadAndSixtyFiveAreNot) {
+  const auto nested = [](int levels) {
+    return std::string(static_cast<size_t>(levels), '[') +
+           std::string(static_cast<size_t>(levels), ']');
+  };
+  EXPECT_NO_THROW(commtool::files::parse_json_bounded(nested(64), "x"));
+  EXPECT_THROW(commtool::files::parse_json_bounded(nested(65), "x"), Error);
+  // Brackets inside strings, escaped quotes included, are text, not nesting.
+  const std::string text = "{\"a\": \"" + nested(100) + "\\\"" + nested(100) + "\"}";
+  EXPECT_EQ(commtool::files::parse_json_bounded(text, "x").at("a").get<std::string>().size(), 401u);
+}
+
+}  // namespace
+
+namespace {
+
+// An internal error (exit 1) before: nlohmann throws out_of_range, which no caller caught.
+TEST(BoundedJson, ANumberNoDoubleHoldsIsAUsageErrorNamingTheSource) {
+  try {
+    commtool::files::parse_json_bounded("{\"layers\": [[1e999]]}", "r.json");
+    FAIL() << "accepted 1e999";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_EQ(std::string(e.what()).rfind("r.json: not valid JSON: ", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("number overflow parsing '1e999'"), std::string::npos);
+  }
+}
+
+}  // namespace

@@ -177,7 +177,7 @@ TEST(RecordIo, LargestValuesOfEveryWidthSurvive) {
   r.gpu.push_back({GpuWorkKind::kMemset, kMax32, kMax32, kMax64, kMax64, "x"});
   OperationMark o = mark(kMax64, 1, true);
   o.thread = o.nccl_stream = o.end_event = kMax32;
-  o.enqueue_start_ns = o.wait_end_ns = kMax64;
+  o.enqueue_start_ns = o.enqueue_end_ns = o.wait_start_ns = o.wait_end_ns = kMax64;
   r.operations.push_back(o);
   r.ranges.push_back({kMax32, kMax64, kMax64, "d", "n"});
   r.dropped_records = kMax64;
@@ -297,6 +297,71 @@ TEST(RecordIoErrors, LineNumbersCountBlankLines) {
             "rank0.txt:5:");
 }
 
+TEST(RecordIoErrors, AnIntervalThatEndsBeforeItStartsIsNamedWithWhatIsAccepted) {
+  EXPECT_EQ(parse_error("commtool-records 1\nk 1 2 300 200 kernel\n"),
+            "rank0.txt:2: kernel end_ns: 200 is before start_ns 300: an interval cannot end "
+            "before it starts; accepted: end_ns >= start_ns");
+  EXPECT_NE(parse_error("commtool-records 1\na 1 2 3 2 call\n").find("api end_ns: 2 is before"),
+            std::string::npos);
+  EXPECT_NE(parse_error("commtool-records 1\nw 1 2 3 2\n").find("stream-wait end_ns"),
+            std::string::npos);
+  EXPECT_NE(parse_error("commtool-records 1\nr 1 5 4 0  n\n").find("range end_ns"),
+            std::string::npos);
+  EXPECT_NE(parse_error("commtool-records 1\no 1 2 3 4 5 6 7 9 8 10 11 0 1\n")
+                .find("operation enqueue_end_ns: 8 is before enqueue_start_ns 9"),
+            std::string::npos);
+  EXPECT_NE(parse_error("commtool-records 1\no 1 2 3 4 5 6 7 8 9 11 10 0 1\n")
+                .find("operation wait_end_ns: 10 is before wait_start_ns 11"),
+            std::string::npos);
+}
+
+TEST(RecordIoErrors, ADuplicatedRecordOfEachKindNamesBothLines) {
+  const char* lines[] = {"o 1 2 3 4 5 6 7 8 9 10 11 0 1",
+                         "a 1 2 3 4 call",
+                         "k 1 2 3 4 kernel",
+                         "w 1 2 3 4",
+                         "e 1 2 3",
+                         "r 1 2 3 0  name"};
+  for (const char* line : lines) {
+    const std::string text = fmt::format("commtool-records 1\n{}\ne 9 9 9\n{}\n", line, line);
+    EXPECT_NE(parse_error(text).find(":4: "), std::string::npos) << text << parse_error(text);
+    EXPECT_NE(parse_error(text).find("the same record as line 2;"), std::string::npos) << text;
+  }
+  EXPECT_EQ(parse_error("commtool-records 1\no 7 2 3 4 5 6 7 8 9 10 11 0 1\n"
+                        "o 7 2 3 4 5 6 7 80 90 100 110 0 1\n"),
+            "rank0.txt:3: operation seq 7: the same record as line 2; each record appears once (a "
+            "file joined or copied twice?)");
+}
+
+TEST(RecordIo, RecordsAlikeButForTheirTimeAreNotDuplicates) {
+  // An event re-recorded every iteration under one id; work of one call on one stream.
+  RecordSet r =
+      parse_records("commtool-records 1\ne 1 2 3\ne 1 2 4\nk 1 2 3 4 a\nk 1 2 5 6 a\n", "t");
+  EXPECT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(r.gpu.size(), 2u);
+}
+
+TEST(RecordIo, ALastLineWithoutItsEndIsLeftOutAndNamedWhenAsked) {
+  size_t cut = 99;
+  RecordSet r = parse_records("commtool-records 1\ne 1 2 3\n\ne 1 2 4", "t", &cut);
+  EXPECT_EQ(cut, 4u);
+  ASSERT_EQ(r.events.size(), 1u);
+  EXPECT_EQ(r.events[0].device_ns, 3u);
+  // Cut so that what is left still parses: left out all the same.
+  r = parse_records("commtool-records 1\ne 1 2 3\ne 1 2 4", "t", &cut);
+  EXPECT_EQ(cut, 3u);
+  EXPECT_EQ(r.events.size(), 1u);
+  // Cut so that it would not parse: no error.
+  r = parse_records("commtool-records 1\ne 1 2 3\nk 1 2 3", "t", &cut);
+  EXPECT_EQ(cut, 3u);
+  // A whole file.
+  r = parse_records("commtool-records 1\ne 1 2 3\n", "t", &cut);
+  EXPECT_EQ(cut, 0u);
+  EXPECT_EQ(r.events.size(), 1u);
+  r = parse_records("commtool-records 1", "t", &cut);
+  EXPECT_EQ(cut, 0u);
+}
+
 // ---- JSON ---------------------------------------------------------------------------------------
 
 namespace {
@@ -360,6 +425,7 @@ RunMeta sample_meta() {
   m.commtool_version = "0.3.0 (abc1234)";
   m.started_at = "2025-01-02T03:04:05Z";
   m.hostname = "gpu-node-7";
+  m.saved_at = "2025-01-02T03:14:15Z";
   return m;
 }
 
@@ -367,7 +433,7 @@ auto fields(const RunMeta& m) {
   return std::tie(m.collective, m.dtype, m.op, m.inplace, m.root, m.nranks, m.sizes, m.modes,
                   m.poll_ms, m.iters, m.warmup, m.cupti, m.untraced_pass, m.scope_samples,
                   m.scope_sleep_ms, m.scope_bytes, m.nccl_version, m.nccl_library,
-                  m.commtool_version, m.started_at, m.hostname);
+                  m.commtool_version, m.started_at, m.hostname, m.saved_at);
 }
 
 }  // namespace
@@ -494,6 +560,10 @@ class SavedRun : public ::testing::Test {
     dir_ = (root_ / "run").string();
     run_.meta = sample_meta();
     run_.meta.nranks = 2;
+    run_.meta.root = 1;
+    run_.meta.sizes = {8, 1 << 20, 1 << 21};  // whole bfloat16 elements; every sample's size
+    run_.meta.modes = {CompletionMode::kAsyncWait, CompletionMode::kDeviceSync,
+                       CompletionMode::kBlockingWait};  // every sample's mode
     run_.ranks = {sample_rank(), sample_rank()};
     run_.ranks[0].rank = 0;
     run_.ranks[1].records.operations.push_back(mark(5, 1, true));
@@ -526,6 +596,8 @@ TEST_F(SavedRun, LoadGivesBackWhatWasSaved) {
   save_run(dir_, run_);
   TraceRun back = load_run(dir_);
   ASSERT_EQ(back.ranks.size(), 2u);
+  EXPECT_NE(back.meta.saved_at, run_.meta.saved_at);  // save_run says when it saved
+  back.meta.saved_at = run_.meta.saved_at;
   EXPECT_TRUE(fields(back.meta) == fields(run_.meta));
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_TRUE(same_except_records(back.ranks[i], run_.ranks[i])) << i;
@@ -558,6 +630,8 @@ TEST_F(SavedRun, CreatesMissingParentDirectories) {
 TEST_F(SavedRun, OverwritesAPreviousSaveAndDropsRanksItNoLongerHas) {
   save_run(dir_, run_);
   run_.ranks.pop_back();
+  run_.meta.nranks = 1;
+  run_.meta.root = 0;
   run_.ranks[0].gpu_name = "second save";
   save_run(dir_, run_);
   EXPECT_FALSE(fs::exists(fs::path(dir_) / "records-rank1.txt"));

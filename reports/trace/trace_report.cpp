@@ -22,9 +22,34 @@ std::string mode_name(CompletionMode m, int poll_ms) {
   return poll_ms > 0 ? fmt::format("blocking-wait {}ms poll", poll_ms) : "blocking-wait sync";
 }
 
+std::string or_unknown(const std::string& s) {
+  return s.empty() ? "unknown" : s;
+}
+
+// "2026-12-03T18:46:02Z" as "2026-12-03 18:46 UTC"; anything else as written.
+std::string utc_minute(const std::string& iso) {
+  if (iso.size() == 20 && iso[10] == 'T' && iso[19] == 'Z') {
+    return iso.substr(0, 10) + " " + iso.substr(11, 5) + " UTC";
+  }
+  return or_unknown(iso);
+}
+
+// A re-analysed run says first when, where and by what it was made, and what loading it left
+// out, so that it is never read as a live run.
+std::string saved_run_lines(const tracing::TraceReport& r) {
+  const tracing::RunMeta& m = r.meta;
+  std::string out = fmt::format("Saved run: {} on host {} by commtool {}", utc_minute(m.saved_at),
+                                or_unknown(m.hostname), or_unknown(m.commtool_version));
+  if (!m.started_at.empty()) out += fmt::format("; run started {}", utc_minute(m.started_at));
+  out += "\n";
+  for (const std::string& w : r.saved_warnings)
+    out += "WARNING: " + w + "\n";
+  return out + "\n";
+}
+
 std::string header(const tracing::TraceReport& r) {
   const tracing::RunMeta& m = r.meta;
-  std::string out;
+  std::string out = r.saved ? saved_run_lines(r) : "";
   if (std::string label = workers::shared_gpu_label(r.placement); !label.empty()) {
     out += label + " Use it to check what NCCL ran and that every path works.\n\n";
   }
@@ -163,6 +188,19 @@ json optional_json(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
+json string_or_null(const std::string& s) {
+  return s.empty() ? json(nullptr) : json(s);
+}
+
+json saved_run_json(const tracing::TraceReport& r) {
+  if (!r.saved) return nullptr;
+  return {{"saved_at", string_or_null(r.meta.saved_at)},
+          {"hostname", string_or_null(r.meta.hostname)},
+          {"commtool_version", string_or_null(r.meta.commtool_version)},
+          {"started_at", string_or_null(r.meta.started_at)},
+          {"warnings", r.saved_warnings}};
+}
+
 }  // namespace
 
 std::string render_trace_text(const tracing::TraceReport& r) {
@@ -243,9 +281,10 @@ json trace_to_json(const tracing::TraceReport& r) {
           {"cupti", r.meta.cupti},
           {"nccl_version", r.meta.nccl_version},
           {"nccl_library", r.meta.nccl_library},
-          {"commtool_version", r.meta.commtool_version},
-          {"started_at", r.meta.started_at},
-          {"hostname", r.meta.hostname},
+          {"commtool_version", string_or_null(r.meta.commtool_version)},
+          {"started_at", string_or_null(r.meta.started_at)},
+          {"hostname", string_or_null(r.meta.hostname)},
+          {"saved_run", saved_run_json(r)},
           {"gpus", r.gpus},
           {"sizes", sizes},
           {"completion_split", splits},

@@ -108,6 +108,14 @@ class Fields {
     if (v < lo || v > hi) fail(field, fmt::format("{} is not one of {}..{}", v, lo, hi));
     return v;
   }
+  // An interval's end, which cannot come before its start.
+  void not_before(const char* field, uint64_t end, const char* start_field, uint64_t start) const {
+    if (end < start) {
+      fail(field, fmt::format("{} is before {} {}: an interval cannot end before it starts; "
+                              "accepted: {} >= {}",
+                              end, start_field, start, field, start_field));
+    }
+  }
   // n bytes of text, then a space or the line's end (a length-prefixed string).
   std::string_view take(size_t n, const char* field) {
     const char* eol = line_end();
@@ -204,6 +212,7 @@ const char* parse_gpu(Fields& f, GpuWorkKind kind, RecordSet& r) {
   w.correlation = f.next<uint32_t>("correlation");
   w.start_ns = f.next<uint64_t>("start_ns");
   w.end_ns = f.next<uint64_t>("end_ns");
+  f.not_before("end_ns", w.end_ns, "start_ns", w.start_ns);
   w.name.assign(f.rest());
   return f.done();
 }
@@ -214,6 +223,7 @@ const char* parse_api(Fields& f, RecordSet& r) {
   a.thread = f.next<uint32_t>("thread");
   a.start_ns = f.next<uint64_t>("start_ns");
   a.end_ns = f.next<uint64_t>("end_ns");
+  f.not_before("end_ns", a.end_ns, "start_ns", a.start_ns);
   a.name.assign(f.rest());
   return f.done();
 }
@@ -224,6 +234,7 @@ const char* parse_wait(Fields& f, RecordSet& r) {
   w.event = f.next<uint32_t>("event");
   w.start_ns = f.next<uint64_t>("start_ns");
   w.end_ns = f.next<uint64_t>("end_ns");
+  f.not_before("end_ns", w.end_ns, "start_ns", w.start_ns);
   return f.done();
 }
 
@@ -248,6 +259,8 @@ const char* parse_operation(Fields& f, RecordSet& r) {
   o.enqueue_end_ns = f.next<uint64_t>("enqueue_end_ns");
   o.wait_start_ns = f.next<uint64_t>("wait_start_ns");
   o.wait_end_ns = f.next<uint64_t>("wait_end_ns");
+  f.not_before("enqueue_end_ns", o.enqueue_end_ns, "enqueue_start_ns", o.enqueue_start_ns);
+  f.not_before("wait_end_ns", o.wait_end_ns, "wait_start_ns", o.wait_start_ns);
   o.wait_polls = f.small("wait_polls", 0, 1) == 1;
   o.complete_at_wait_return = f.small("complete_at_wait_return", -1, 1);
   return f.done();
@@ -258,6 +271,7 @@ const char* parse_range(Fields& f, RecordSet& r) {
   h.thread = f.next<uint32_t>("thread");
   h.start_ns = f.next<uint64_t>("start_ns");
   h.end_ns = f.next<uint64_t>("end_ns");
+  f.not_before("end_ns", h.end_ns, "start_ns", h.start_ns);
   size_t domain_len = f.next<uint64_t>("domain_len");
   h.domain.assign(f.take(domain_len, "domain"));
   h.name.assign(f.rest());
@@ -357,12 +371,24 @@ std::string serialize_records(const RecordSet& r) {
   return out;
 }
 
-RecordSet parse_records(std::string_view text, const std::string& source) {
+RecordSet parse_records(std::string_view text, const std::string& source, size_t* cut_line) {
   RecordSet r;
-  const char* end = text.data() + text.size();
   const char* p = check_header(text, source);
+  if (cut_line) {
+    *cut_line = 0;
+    // The writer ends every line: a last record line without its end was cut off mid-write.
+    size_t last = text.rfind('\n');
+    if (!text.empty() && text.back() != '\n' && last != std::string_view::npos &&
+        text.data() + last + 1 >= p) {
+      text = text.substr(0, last + 1);
+    } else {
+      cut_line = nullptr;
+    }
+  }
+  const char* end = text.data() + text.size();
   reserve_for(text, r);
-  for (size_t line_no = 2; p != end; ++line_no) {
+  size_t line_no = 2;
+  for (; p < end; ++line_no) {
     if (*p == '\n') {
       ++p;  // a blank line
     } else if (*p == '\r' && p + 1 != end && p[1] == '\n') {
@@ -371,6 +397,8 @@ RecordSet parse_records(std::string_view text, const std::string& source) {
       p = parse_line(p, end, source, line_no, r);
     }
   }
+  if (cut_line) *cut_line = line_no;
+  check_unique_records(r, text, source);
   return r;
 }
 

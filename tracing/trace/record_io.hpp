@@ -42,8 +42,29 @@ namespace commtool::tracing {
 // The whole record set, lines as above. The first line names the format and its version.
 std::string serialize_records(const RecordSet& records);
 
-// Throws Error(kUsage) naming `source` (a file name), the line number and the bad field.
-RecordSet parse_records(std::string_view text, const std::string& source);
+// Throws Error(kUsage) naming `source` (a file name), the line number, the bad field and its
+// value: a malformed line, an interval that ends before it starts, a duplicated record (see
+// check_unique_records).
+//
+// A file's last line without its line end is a record cut off mid-write (a run killed while
+// writing): when `cut_line` is given, that line is left out and its number stored there (0
+// when the text was whole), for the caller to warn about; without it the line is parsed like
+// any other (the text a worker sends is never cut).
+RecordSet parse_records(std::string_view text, const std::string& source,
+                        size_t* cut_line = nullptr);
+
+// Refuses a record that appears twice, naming `source`:LINE of the second, the field and the
+// value, and the line of the first. A record is identified by: an operation mark by its seq
+// (the harness numbers every operation of a rank once); an API call by its correlation id and
+// start; GPU work by its kind, stream, correlation id and start; a stream wait by its stream,
+// event and start; an event completion by its event, stream and device time; a host range by
+// its thread, start and end. `text` is what `records` was parsed from (for the line numbers).
+void check_unique_records(const RecordSet& records, std::string_view text,
+                          const std::string& source);
+
+// The line number in `text` of the index-th record (from 0) whose kind tag is one of `tags`
+// ("o": the operation marks, "kms": GPU work), for errors; 0 when there is none.
+size_t record_line(std::string_view text, std::string_view tags, size_t index);
 
 nlohmann::json to_json(const RankRun& rank, bool with_records);
 RankRun rank_run_from_json(const nlohmann::json& j);  // records taken from "records" if present

@@ -14,6 +14,7 @@
 #include "probes/base/input_file.hpp"
 #include "probes/base/output_file.hpp"
 #include "tracing/trace/record_io.hpp"
+#include "tracing/trace/saved_run_checks.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -43,6 +44,11 @@ T get(const json& j, const char* key) {
   } catch (const json::exception&) {
     throw usage_error(fmt::format("\"{}\": {} has the wrong type", key, excerpt(value.dump())));
   }
+}
+
+// j[key] when it is there, "" when it is not (a field older saved runs lack).
+std::string optional_string(const json& j, const char* key) {
+  return j.contains(key) ? get<std::string>(j, key) : std::string();
 }
 
 // A name the file holds, parsed; an unknown one is an error naming it, never a default that
@@ -164,6 +170,22 @@ std::string read_file(const fs::path& path) {
   return files::read_input_file(path.string());
 }
 
+// Each records-rank<R>.txt in the directory with the rank it names, by name; a number too
+// long for any rank reads as -1 (not a rank of any run).
+std::vector<std::pair<std::string, long long>> records_files_in(const fs::path& dir) {
+  std::vector<std::pair<std::string, long long>> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!is_records_file(name)) continue;
+    const std::string digits = name.substr(12, name.size() - 12 - 4);
+    long long rank = digits.size() > 9 ? -1 : std::stoll(digits);
+    files.emplace_back((dir / name).string(), rank);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 void write_file(const fs::path& path, const std::string& content) {
   try {
     files::write_atomically(path.string(), content, "saved run file");
@@ -239,7 +261,8 @@ nlohmann::json to_json(const RunMeta& m) {
           {"nccl_library", m.nccl_library},
           {"commtool_version", m.commtool_version},
           {"started_at", m.started_at},
-          {"hostname", m.hostname}};
+          {"hostname", m.hostname},
+          {"saved_at", m.saved_at}};
 }
 
 RunMeta run_meta_from_json(const nlohmann::json& j) {
@@ -269,9 +292,11 @@ RunMeta run_meta_from_json(const nlohmann::json& j) {
   m.scope_bytes = get<uint64_t>(j, "scope_bytes");
   m.nccl_version = get<std::string>(j, "nccl_version");
   m.nccl_library = get<std::string>(j, "nccl_library");
-  m.commtool_version = get<std::string>(j, "commtool_version");
-  m.started_at = get<std::string>(j, "started_at");
-  m.hostname = get<std::string>(j, "hostname");
+  // Where, when and by what: runs saved before a field was written read as unknown ("").
+  m.commtool_version = optional_string(j, "commtool_version");
+  m.started_at = optional_string(j, "started_at");
+  m.hostname = optional_string(j, "hostname");
+  m.saved_at = optional_string(j, "saved_at");
   return m;
 }
 
@@ -338,7 +363,10 @@ void save_run(const std::string& dir, const TraceRun& run) {
     ranks.push_back(to_json(r, /*with_records=*/false));
   }
   // run.json last: a reader that finds it finds the records it names.
-  json doc = {{"schema_version", kSchemaVersion}, {"meta", to_json(run.meta)}, {"ranks", ranks}};
+  RunMeta meta = run.meta;
+  meta.saved_at = utc_now_iso8601();
+  if (meta.hostname.empty()) meta.hostname = host_name_here();
+  json doc = {{"schema_version", kSchemaVersion}, {"meta", to_json(meta)}, {"ranks", ranks}};
   write_file(root / kRunFile, doc.dump(2) + "\n");
   // An earlier save with more ranks left files that this run does not have.
   for (const auto& entry : fs::directory_iterator(root, ec)) {
@@ -362,7 +390,7 @@ TraceRun load_run(const std::string& dir) {
   json doc;
   try {
     doc = files::parse_json_bounded(read_file(run_path), run_path.string());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // malformed, or a number no double holds (1e999)
     throw usage_error(fmt::format("{}: not valid JSON: {}", run_path.string(), e.what()));
   }
   TraceRun run;
@@ -377,12 +405,21 @@ TraceRun load_run(const std::string& dir) {
   } catch (const Error& e) {
     throw usage_error(fmt::format("{}: {}", run_path.string(), e.what()));
   }
+  run.saved = true;
+  check_run_values(run, run_path.string());
+  check_ranks(run, records_files_in(root), dir);
+  std::sort(run.ranks.begin(), run.ranks.end(),
+            [](const RankRun& a, const RankRun& b) { return a.rank < b.rank; });
   for (RankRun& r : run.ranks) {
     fs::path path = root / records_file(r.rank);
     if (!fs::exists(path, ec)) {
       throw usage_error(fmt::format("{}: missing; run.json lists rank {}", path.string(), r.rank));
     }
-    r.records = parse_records(read_file(path), path.string());
+    const std::string text = read_file(path);
+    size_t cut_line = 0;
+    r.records = parse_records(text, path.string(), &cut_line);
+    std::string warning = check_rank_records(r, run.meta, text, path.string(), cut_line);
+    if (!warning.empty()) run.warnings.push_back(std::move(warning));
   }
   return run;
 }

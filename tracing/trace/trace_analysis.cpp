@@ -247,6 +247,9 @@ std::string to_string(const NcclChoice& c) {
 TraceReport analyse(const TraceRun& run) {
   TraceReport report;
   report.meta = run.meta;
+  report.saved = run.saved;
+  report.saved_warnings = run.warnings;
+  report.warnings = run.warnings;
   const Collective c = run.meta.collective;
   const DataType t = run.meta.dtype;
   std::vector<std::string> bus_ids;
@@ -272,9 +275,10 @@ TraceReport analyse(const TraceRun& run) {
     report.sizes.push_back(size_row(run, bytes, c, t));
   report.splits = split_rows(run, report);
   report.scope = scope_rows(run);
-  if (report.warnings.size() > kMaxWarnings) {
-    const size_t more = report.warnings.size() - kMaxWarnings;
-    report.warnings.resize(kMaxWarnings);
+  const size_t keep = kMaxWarnings + run.warnings.size();
+  if (report.warnings.size() > keep) {
+    const size_t more = report.warnings.size() - keep;
+    report.warnings.resize(keep);
     report.warnings.push_back(fmt::format("... and {} more warnings like these", more));
   }
   return report;

@@ -84,14 +84,16 @@ struct ScopeRow {
 
 struct TraceReport {
   RunMeta meta;
-  workers::PlacementSummary placement;  // from the ranks' GPUs: shared GPU runs are labelled
-  std::vector<std::string> gpus;        // "GPU0 0000:00:06.0 NVIDIA H200" by rank
+  bool saved = false;                       // re-analysed from a saved run (commtool report)
+  std::vector<std::string> saved_warnings;  // what loading it left out (TraceRun::warnings)
+  workers::PlacementSummary placement;      // from the ranks' GPUs: shared GPU runs are labelled
+  std::vector<std::string> gpus;            // "GPU0 0000:00:06.0 NVIDIA H200" by rank
   std::vector<SizeRow> sizes;
   std::vector<SplitRow> splits;  // empty when CUPTI was off
   std::vector<ScopeRow> scope;
   std::vector<std::string> plugin_status;  // distinct statuses over ranks
   std::vector<std::string> clock_notes;
-  std::vector<std::string> warnings;  // attribution's, with the rank
+  std::vector<std::string> warnings;  // saved_warnings, then attribution's with the rank
   uint64_t records = 0;               // CUPTI records analysed
 };
 

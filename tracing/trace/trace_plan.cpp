@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -48,21 +47,6 @@ class TempDir {
   std::string path_;
 };
 
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
 RunMeta meta_from(const TraceRequest& q, const nccl::Library& lib, int nranks) {
   RunMeta m;
   static_cast<TraceSettings&>(m) = q;
@@ -79,8 +63,8 @@ RunMeta meta_from(const TraceRequest& q, const nccl::Library& lib, int nranks) {
     m.scope_bytes = q.scope_samples > 0 ? std::max(m.scope_bytes, b) : 0;
   m.nccl_version = lib.version_string();
   m.nccl_library = lib.path();
-  m.started_at = utc_now();
-  m.hostname = host_name();
+  m.started_at = utc_now_iso8601();
+  m.hostname = host_name_here();
   return m;
 }
 

@@ -88,15 +88,27 @@ struct RunMeta : TraceSettings {
   uint64_t scope_bytes = 0;           // the size the scope samples ran at (the sweep's largest)
   std::string nccl_version;
   std::string nccl_library;
+  // Where, when and by what the run was made; empty: unknown (a run saved before commtool
+  // wrote the field).
   std::string commtool_version;  // version and git commit of the build
   std::string started_at;        // ISO 8601, UTC
   std::string hostname;
+  std::string saved_at;  // ISO 8601, UTC: when trace --save wrote it
 };
 
 struct TraceRun {
   RunMeta meta;
   std::vector<RankRun> ranks;  // by rank
+  bool saved = false;          // read back from a saved run (load_run), not measured now
+  // What load_run left out and why (a last record cut off mid-write), file and line named;
+  // the report puts these first.
+  std::vector<std::string> warnings;
 };
+
+// Now, as ISO 8601 in UTC to the second: "2026-12-03T18:46:02Z".
+std::string utc_now_iso8601();
+// This machine's host name (gethostname).
+std::string host_name_here();
 
 std::string to_string(CompletionMode m);  // "sync", "async-wait", "device-sync", "blocking-wait"
 // The names of to_string back; nullopt for anything else.
