@@ -283,3 +283,10 @@ TEST_F(SavedRunChecks, ARunSavedWithoutWhenWhereAndVersionSaysUnknown) {
   EXPECT_TRUE(j.at("saved_run").at("hostname").is_null());
   EXPECT_TRUE(j.at("commtool_version").is_null());
 }
+
+TEST_F(SavedRunChecks, ControlCharactersInTheFilesTextReachNoTerminal) {
+  edit("run.json", "\"h200-1\"", "\"h200\\u001b[2J\"");
+  const std::string out = commtool::reports::render_trace_text(analyse(load_run(dir_)));
+  EXPECT_EQ(out.find('\x1b'), std::string::npos);
+  EXPECT_TRUE(has(out, "on host h200\\x1b[2J")) << out.substr(0, out.find('\n'));
+}

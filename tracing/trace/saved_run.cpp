@@ -47,8 +47,16 @@ T get(const json& j, const char* key) {
 }
 
 // j[key] when it is there, "" when it is not (a field older saved runs lack).
+// Free text the file holds (host name, versions, notes) reaches the terminal when the run is
+// reported: control characters and non-ASCII bytes are escaped as \xNN, length is bounded.
+constexpr size_t kMaxShownText = 400;
+
+std::string shown_string(const json& j, const char* key) {
+  return excerpt(get<std::string>(j, key), kMaxShownText);
+}
+
 std::string optional_string(const json& j, const char* key) {
-  return j.contains(key) ? get<std::string>(j, key) : std::string();
+  return j.contains(key) ? shown_string(j, key) : std::string();
 }
 
 // A name the file holds, parsed; an unknown one is an error naming it, never a default that
@@ -221,10 +229,10 @@ RankRun rank_run_from_json(const nlohmann::json& j) {
   RankRun r;
   r.rank = get<int>(j, "rank");
   r.device = get<int>(j, "device");
-  r.bus_id = get<std::string>(j, "bus_id");
-  r.gpu_name = get<std::string>(j, "gpu_name");
-  r.plugin_status = get<std::string>(j, "plugin_status");
-  r.clock_note = get<std::string>(j, "clock_note");
+  r.bus_id = shown_string(j, "bus_id");
+  r.gpu_name = shown_string(j, "gpu_name");
+  r.plugin_status = shown_string(j, "plugin_status");
+  r.clock_note = shown_string(j, "clock_note");
   r.samples = get_list<OperationSample>(j, "samples", sample_from_json);
   r.scope = get_list<StreamScopeSample>(j, "scope", scope_from_json);
   r.nccl = get_list<nccl_profiler::CollectiveRecord>(j, "nccl", nccl_from_json);
@@ -290,8 +298,8 @@ RunMeta run_meta_from_json(const nlohmann::json& j) {
   m.scope_samples = get<int>(j, "scope_samples");
   m.scope_sleep_ms = get<double>(j, "scope_sleep_ms");
   m.scope_bytes = get<uint64_t>(j, "scope_bytes");
-  m.nccl_version = get<std::string>(j, "nccl_version");
-  m.nccl_library = get<std::string>(j, "nccl_library");
+  m.nccl_version = shown_string(j, "nccl_version");
+  m.nccl_library = shown_string(j, "nccl_library");
   // Where, when and by what: runs saved before a field was written read as unknown ("").
   m.commtool_version = optional_string(j, "commtool_version");
   m.started_at = optional_string(j, "started_at");
