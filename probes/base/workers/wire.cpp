@@ -7,12 +7,16 @@
 #include <cerrno>
 #include <cstring>
 
+#include "probes/base/error.hpp"
+
 namespace commtool::workers::wire {
 
 namespace {
 
 constexpr std::uint32_t kFirstType = static_cast<std::uint32_t>(MessageType::kHello);
 constexpr std::uint32_t kLastType = static_cast<std::uint32_t>(MessageType::kShutdown);
+// The highest exit code a worker may report.
+constexpr int kLastExitCode = static_cast<int>(ExitCode::kTimeout);
 
 struct Header {
   std::uint32_t magic;
@@ -225,6 +229,42 @@ std::vector<std::string> decode_blobs(const std::string& payload) {
   }
   if (at != payload.size()) throw WireError(WireError::Kind::kProtocol, "bytes after blob list");
   return blobs;
+}
+
+long decode_hello_pid(const std::string& payload) {
+  try {
+    return nlohmann::json::parse(payload).value("pid", -1L);
+  } catch (const nlohmann::json::exception&) {
+    return -1;
+  }
+}
+
+nlohmann::json decode_result(const std::string& payload) {
+  try {
+    return nlohmann::json::parse(payload);
+  } catch (const nlohmann::json::exception& e) {
+    throw WireError(WireError::Kind::kProtocol, e.what());
+  }
+}
+
+ErrorReport decode_error(const std::string& payload) {
+  ErrorReport report;
+  try {
+    nlohmann::json error = nlohmann::json::parse(payload);
+    report.code = error.at("code").get<int>();
+    if (report.code < 1 || report.code > kLastExitCode) {
+      throw WireError(WireError::Kind::kProtocol, fmt::format("error code {}", report.code));
+    }
+    report.message = error.at("message").get<std::string>();
+    if (error.contains("field")) {
+      report.field = error.at("field").get<std::string>();
+      report.value = error.at("value").get<std::string>();
+      report.why = error.at("why").get<std::string>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw WireError(WireError::Kind::kProtocol, e.what());
+  }
+  return report;
 }
 
 }  // namespace commtool::workers::wire
