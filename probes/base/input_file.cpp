@@ -66,7 +66,11 @@ nlohmann::json parse_json_bounded(const std::string& text, const std::string& so
     }
     return true;
   };
-  return nlohmann::json::parse(text, depth_check);
+  try {
+    return nlohmann::json::parse(text, depth_check);
+  } catch (const nlohmann::json::out_of_range& e) {  // a number beyond a double: 1e400
+    throw usage_error(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  }
 }
 
 }  // namespace commtool::files

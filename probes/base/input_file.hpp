@@ -24,7 +24,8 @@ std::string read_input_file(const std::string& path, uint64_t max_bytes = kMaxIn
 inline constexpr int kMaxJsonDepth = 64;
 
 // `text` parsed as JSON. Throws nlohmann::json::parse_error for malformed text (the callers say
-// which file) and usage_error naming `source` for nesting deeper than kMaxJsonDepth.
+// which file), and usage_error naming `source` for nesting deeper than kMaxJsonDepth and for a
+// number beyond a double's range (1e400).
 nlohmann::json parse_json_bounded(const std::string& text, const std::string& source);
 
 }  // namespace commtool::files
