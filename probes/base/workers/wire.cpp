@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "probes/base/error.hpp"
+#include "probes/base/input_file.hpp"
 
 namespace commtool::workers::wire {
 
@@ -233,16 +234,26 @@ std::vector<std::string> decode_blobs(const std::string& payload) {
 
 long decode_hello_pid(const std::string& payload) {
   try {
-    return nlohmann::json::parse(payload).value("pid", -1L);
+    const nlohmann::json hello = files::parse_json_bounded(payload, "HELLO");
+    // Only a whole number: get<long> of 1e300 is undefined behaviour.
+    if (!hello.is_object() || !hello.contains("pid") || !hello["pid"].is_number_integer()) {
+      return -1;
+    }
+    return hello["pid"].get<long>();
   } catch (const nlohmann::json::exception&) {
+    return -1;
+  } catch (const Error&) {
     return -1;
   }
 }
 
 nlohmann::json decode_result(const std::string& payload) {
+  // Bounded in depth: the launcher copies results, and a copy recurses once per level.
   try {
-    return nlohmann::json::parse(payload);
+    return files::parse_json_bounded(payload, "RESULT");
   } catch (const nlohmann::json::exception& e) {
+    throw WireError(WireError::Kind::kProtocol, e.what());
+  } catch (const Error& e) {
     throw WireError(WireError::Kind::kProtocol, e.what());
   }
 }
@@ -250,11 +261,16 @@ nlohmann::json decode_result(const std::string& payload) {
 ErrorReport decode_error(const std::string& payload) {
   ErrorReport report;
   try {
-    nlohmann::json error = nlohmann::json::parse(payload);
-    report.code = error.at("code").get<int>();
-    if (report.code < 1 || report.code > kLastExitCode) {
-      throw WireError(WireError::Kind::kProtocol, fmt::format("error code {}", report.code));
+    nlohmann::json error = files::parse_json_bounded(payload, "ERROR");
+    // A whole number in range, checked before any conversion: get<int> would truncate 2.5 and
+    // 2^32 + 2 into 2, and 1e300 is undefined behaviour.
+    const nlohmann::json& code = error.at("code");
+    if (!code.is_number_integer() || code.get<long long>() < 1 ||
+        code.get<long long>() > kLastExitCode) {
+      throw WireError(WireError::Kind::kProtocol,
+                      fmt::format("error code {}", excerpt(code.dump())));
     }
+    report.code = code.get<int>();
     report.message = error.at("message").get<std::string>();
     if (error.contains("field")) {
       report.field = error.at("field").get<std::string>();
@@ -262,6 +278,8 @@ ErrorReport decode_error(const std::string& payload) {
       report.why = error.at("why").get<std::string>();
     }
   } catch (const nlohmann::json::exception& e) {
+    throw WireError(WireError::Kind::kProtocol, e.what());
+  } catch (const Error& e) {
     throw WireError(WireError::Kind::kProtocol, e.what());
   }
   return report;

@@ -102,11 +102,11 @@ std::vector<std::string> decode_blobs(const std::string& payload);  // throws Wi
 // HELLO: {"pid": N}; -1 when the payload does not name a pid.
 long decode_hello_pid(const std::string& payload);
 
-// RESULT: the worker's result document.
+// RESULT: the worker's result document, at most files::kMaxJsonDepth deep.
 nlohmann::json decode_result(const std::string& payload);
 
 // ERROR: {"code": C, "message": text}, and for a value the worker refused also "field",
-// "value" and "why" (a BadValue's parts). C is an exit code from 1 to 5.
+// "value" and "why" (a BadValue's parts). C is a whole number from 1 to 5 (an exit code).
 struct ErrorReport {
   int code = 0;
   std::string message;
