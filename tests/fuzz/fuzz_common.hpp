@@ -3,8 +3,12 @@
 // sanitizer report, a hang, runaway memory) is a finding and libFuzzer stops on it.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,6 +51,22 @@ inline std::vector<std::string> split_fields(std::string_view text, char separat
   while (out.size() < parts)
     out.emplace_back();
   return out;
+}
+
+// A directory of this process's own under $TMPDIR (for harnesses whose reader reads files),
+// removed when the fuzzer exits normally. One per process: the first call's prefix names it.
+inline const std::filesystem::path& scratch_dir(const char* prefix) {
+  static const std::filesystem::path* dir = [prefix] {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / (std::string(prefix) + "-XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(*dir, ec);
+    });
+    return new std::filesystem::path(pattern);  // never freed: the exit handler needs it
+  }();
+  return *dir;
 }
 
 }  // namespace commtool::fuzz

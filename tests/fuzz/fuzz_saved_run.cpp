@@ -1,8 +1,6 @@
 // `commtool report DIR`: a saved run read back (run.json, then records-rank<R>.txt for each
 // rank it lists) and analysed as report analyses it. The input is run.json, then optionally a
 // NUL byte and the records every rank 0..3 gets (JSON text never holds a raw NUL).
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,12 +15,7 @@ using namespace commtool::tracing;
 namespace {
 
 const fs::path& run_dir() {
-  static const fs::path dir = [] {
-    std::string pattern = (fs::temp_directory_path() / "commtool-fuzz-run-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
-    return fs::path(pattern);
-  }();
-  return dir;
+  return commtool::fuzz::scratch_dir("commtool-fuzz-run");
 }
 
 void write(const fs::path& path, const std::string& content) {

@@ -8,8 +8,6 @@
 // netdev eth0 and as InfiniBand device mlx5_0, one NUMA node directory. The input is the file
 // contents, one per line in the order of kFields; the last field (the root port's config
 // space) takes the rest of the input, newlines and all.
-#include <unistd.h>
-
 #include <array>
 #include <cstdlib>
 #include <filesystem>
@@ -55,9 +53,7 @@ constexpr std::array<const char*, 22> kFields = {
 
 const fs::path& root() {
   static const fs::path dir = [] {
-    std::string pattern = (fs::temp_directory_path() / "commtool-fuzz-sysfs-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
-    fs::path r(pattern);
+    const fs::path& r = commtool::fuzz::scratch_dir("commtool-fuzz-sysfs");
     for (const char* d : {kGpu, kNic, "bus/pci/devices", "class/net/eth0",
                           "class/infiniband/mlx5_0/ports/1", "kernel/iommu_groups/0"}) {
       fs::create_directories(r / d);
