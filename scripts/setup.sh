@@ -14,17 +14,36 @@ packages=(
   groff-base mandoc   # man page rendering and lint
   clang-format
 )
+# The fuzzers (scripts/fuzz.sh): clang with its libFuzzer and sanitizer runtimes. Debian 12 and
+# Ubuntu 24.04 both name the runtime of their default clang libclang-rt-dev (it pulls in
+# libclang-rt-14-dev or libclang-rt-18-dev); where a release lacks it, the rest still installs
+# and fuzz.sh says what is missing.
+optional=(clang libclang-rt-dev)
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 
+optional_missing=()
+for p in "${optional[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || optional_missing+=("$p")
+done
+
+sudo_cmd=()
+[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+if ((${#missing[@]} + ${#optional_missing[@]})); then
+  "${sudo_cmd[@]}" apt-get update
+  for p in "${optional_missing[@]}"; do
+    if apt-cache show "$p" >/dev/null 2>&1; then
+      missing+=("$p")
+    else
+      echo "setup: $p is not in this release's packages: scripts/fuzz.sh will not run" >&2
+    fi
+  done
+fi
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
-  sudo_cmd=()
-  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get update
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
 else
   echo "setup: all packages present"

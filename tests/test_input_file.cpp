@@ -146,4 +146,20 @@ TEST(BoundedJson, ANumberNoDoubleHoldsIsAUsageErrorNamingTheSource) {
   }
 }
 
+// Found by tests/fuzz/fuzz_routing.cpp: a number beyond a double's range made nlohmann throw
+// out_of_range, which no reader catches (they catch parse_error), so `--routing` and `report`
+// ended in std::terminate. It is bad input like any other, named with its file.
+TEST(BoundedJson, NumberBeyondADoublesRangeIsBadInputNamingTheFile) {
+  for (const char* text : {R"({"counts": [1, 1e400]})", R"([-4e999])"}) {
+    try {
+      commtool::files::parse_json_bounded(text, "big.json");
+      FAIL() << "accepted " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kUsage);
+      EXPECT_TRUE(std::string(e.what()).starts_with("big.json: not valid JSON: ")) << e.what();
+      EXPECT_NE(std::string(e.what()).find("number overflow"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace

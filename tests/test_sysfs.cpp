@@ -312,3 +312,33 @@ TEST(SysfsNoGpu, AMachineWithoutGpuSaysSoAsAWarning) {
   EXPECT_EQ(it->severity, Severity::kWarning);
   EXPECT_NE(it->evidence.find("0x10de"), std::string::npos) << it->evidence;
 }
+
+// Found by tests/fuzz/fuzz_sysfs.cpp: an InfiniBand port rate that is not a rate ("-400 Gb/sec",
+// "nan") was taken as read, and a negative one left the GPU-NIC pairing with no candidate
+// NIC, dividing by zero (SIGFPE). Such a rate is unknown, as a netdev's speed -1 is.
+TEST(SysfsInfiniBand, RateThatIsNotANonNegativeNumberIsUnknown) {
+  for (const char* rate : {"-400 Gb/sec (4X NDR)", "nan Gb/sec", "inf", "1e999 Gb/sec"}) {
+    SysfsBuilder fs;
+    fixtures::build_vm_one_gpu(fs);
+    fs.infiniband("mlx5_0", "pci0000:00/0000:00:03.0", "InfiniBand", rate, {"eth0"});
+    Topology t = read(fs);
+    ASSERT_EQ(t.nics.size(), 1u) << rate;
+    EXPECT_EQ(t.nics[0].port_rate_gbps, 0.0) << rate;
+    Analysis a = analyze(t);
+    ASSERT_EQ(a.nic_pairing.size(), 1u) << rate;
+    EXPECT_EQ(a.nic_pairing[0].nic, 0) << rate;
+  }
+}
+
+// Found by reading the reader for tests/fuzz/fuzz_sysfs.cpp: a NUMA node directory whose
+// number does not fit an int (node99999999999) threw std::out_of_range out of the reader. It
+// is not a node the kernel could have made, so it is skipped like any other stray entry.
+TEST(SysfsNuma, NodeDirectoryWithAnOutOfRangeNumberIsSkipped) {
+  SysfsBuilder fs;
+  fixtures::build_vm_one_gpu(fs);
+  std::filesystem::create_directories(std::filesystem::path(fs.root()) /
+                                      "devices/system/node/node99999999999");
+  Topology t;
+  EXPECT_NO_THROW(t = read(fs));
+  EXPECT_EQ(t.numa_node_count, 1);
+}

@@ -197,6 +197,39 @@ TEST(Wire, LengthOver64MiBIsRejectedBeforeAnyPayloadIsAwaited) {
   EXPECT_LT(wire::Clock::now() - started, 1s);
 }
 
+// The launcher's reading of a worker's ERROR payload (found by tests/fuzz/fuzz_wire.cpp): a
+// code that is not a whole number from 1 to 5 is a protocol error, never truncated into one
+// (2.5 read as 2, 2^32 + 2 as 2) nor converted with undefined behaviour (1e300).
+TEST(Wire, ErrorReportWhoseCodeIsNotAWholeExitCodeIsAProtocolError) {
+  for (const char* payload :
+       {R"({"code": 2.5, "message": "m"})", R"({"code": 4294967298, "message": "m"})",
+        R"({"code": 1e300, "message": "m"})", R"({"code": -1, "message": "m"})",
+        R"({"code": "2", "message": "m"})", R"({"code": 2})", R"([2, "m"])", "{"}) {
+    EXPECT_THROW(wire::decode_error(payload), wire::WireError) << payload;
+  }
+  const wire::ErrorReport report = wire::decode_error(
+      R"({"code": 2, "message": "tokens 0: no", "field": "tokens", "value": "0", "why": "no"})");
+  EXPECT_EQ(report.code, 2);
+  EXPECT_EQ(report.message, "tokens 0: no");
+  EXPECT_EQ(report.field + report.value + report.why, "tokens0no");
+}
+
+// A RESULT nested far deeper than any result is refused as it is parsed: the launcher hands
+// results out by copy, and copying a document a million levels deep overflows the stack.
+TEST(Wire, ResultNestedDeeperThanAnyDocumentIsAProtocolError) {
+  const std::string deep = std::string(1'000'000, '[') + std::string(1'000'000, ']');
+  EXPECT_THROW(wire::decode_result(deep), wire::WireError);
+  EXPECT_THROW(wire::decode_result("{\"rank\": "), wire::WireError);
+  EXPECT_EQ(wire::decode_result(R"({"rank": [[1]]})").at("rank").at(0).at(0), 1);
+}
+
+// HELLO's pid is -1 for anything but {"pid": N}.
+TEST(Wire, HelloWithoutAPidClaimsNone) {
+  EXPECT_EQ(wire::decode_hello_pid(R"({"pid": 42})"), 42);
+  for (const char* payload : {"", "[1]", R"({"pid": "42"})", R"({"pid": 1e300})", "{"})
+    EXPECT_EQ(wire::decode_hello_pid(payload), -1) << payload;
+}
+
 TEST(Wire, ReadFromASilentPeerTimesOutAtTheDeadline) {
   SocketPair pair;
   auto started = wire::Clock::now();

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -297,9 +299,11 @@ class Reader {
       Nic& nic =
           add_nic(dev.filename().string(),
                   layer == "Ethernet" ? NicKind::kRoce : NicKind::kInfiniBand, dev / "device");
-      // "400 Gb/sec (4X NDR)"
-      if (auto rate = read_attr(dev / "ports/1/rate"))
-        nic.port_rate_gbps = std::atof(rate->c_str());
+      // "400 Gb/sec (4X NDR)"; anything but a finite rate >= 0 is unknown (0), as a netdev's -1
+      if (auto rate = read_attr(dev / "ports/1/rate")) {
+        const double gbps = std::atof(rate->c_str());
+        if (std::isfinite(gbps) && gbps >= 0) nic.port_rate_gbps = gbps;
+      }
       for (const auto& net : sorted_entries(dev / "device/net")) {
         nic.netdevs.push_back(net.filename().string());
       }
@@ -333,11 +337,16 @@ class Reader {
     std::map<int, std::string> node_cpus;
     for (const auto& e : fs::directory_iterator(nodes, ec)) {
       std::string name = e.path().filename().string();
+      int id = 0;
+      const char* digits = name.data() + 4;
+      const char* end = name.data() + name.size();
+      // node<N>, N an int: the kernel makes no other (a capture may hold anything).
       if (name.rfind("node", 0) != 0 || name.size() < 5 ||
-          !std::all_of(name.begin() + 4, name.end(), ::isdigit)) {
+          !std::all_of(digits, end, [](char c) { return c >= '0' && c <= '9'; }) ||
+          std::from_chars(digits, end, id).ec != std::errc()) {
         continue;
       }
-      node_cpus[std::stoi(name.substr(4))] = read_attr(e.path() / "cpulist").value_or("");
+      node_cpus[id] = read_attr(e.path() / "cpulist").value_or("");
     }
     topo_.numa_node_count = static_cast<int>(node_cpus.size());
     fs::path groups = fs::path(opt_.root) / "kernel/iommu_groups";

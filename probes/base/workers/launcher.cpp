@@ -250,11 +250,7 @@ void Group::serve_pending(Pending& pending) {
 
 void Group::accept_hello(Pending& pending, const wire::Message& hello) {
   int rank = hello.rank;
-  long claimed_pid = -1;
-  try {
-    claimed_pid = nlohmann::json::parse(hello.payload).value("pid", -1L);
-  } catch (const nlohmann::json::exception&) {
-  }
+  const long claimed_pid = wire::decode_hello_pid(hello.payload);
   ucred peer{};
   socklen_t peer_size = sizeof peer;
   bool known = hello.type == wire::MessageType::kHello && rank >= 0 && rank < size() &&
@@ -327,21 +323,17 @@ void Group::handle(int rank, wire::Message message) {
             rendezvous_.arrive(rank, Collective{Collective::Kind::kAllgather, message.sequence},
                                std::move(message.payload)));
       case wire::MessageType::kResult:
-        results_[static_cast<std::size_t>(rank)] = nlohmann::json::parse(message.payload);
+        results_[static_cast<std::size_t>(rank)] = wire::decode_result(message.payload);
         connection.reported = true;
         return rendezvous_.finish(rank);
       case wire::MessageType::kError: {
-        nlohmann::json error = nlohmann::json::parse(message.payload);
-        int code = error.at("code").get<int>();
-        if (code < 1 || code > static_cast<int>(ExitCode::kTimeout)) {
-          return protocol_error(fmt::format("error code {}", code));
-        }
+        wire::ErrorReport error = wire::decode_error(message.payload);
         connection.reported = true;
-        fail(rank, error.at("message").get<std::string>(), static_cast<ExitCode>(code));
-        if (error.contains("field") && failure_ && failure_->rank == rank) {
-          failure_->bad_field = error.at("field").get<std::string>();
-          failure_->bad_value = error.at("value").get<std::string>();
-          failure_->bad_why = error.at("why").get<std::string>();
+        fail(rank, std::move(error.message), static_cast<ExitCode>(error.code));
+        if (!error.field.empty() && failure_ && failure_->rank == rank) {
+          failure_->bad_field = std::move(error.field);
+          failure_->bad_value = std::move(error.value);
+          failure_->bad_why = std::move(error.why);
         }
         return;
       }
@@ -350,7 +342,7 @@ void Group::handle(int rank, wire::Message message) {
     }
   } catch (const Error& e) {  // the ranks disagree on their collectives
     fail(rank, e.what(), e.code());
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const wire::WireError& e) {  // a payload that is not what its type carries
     protocol_error(e.what());
   }
 }

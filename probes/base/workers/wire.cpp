@@ -7,12 +7,17 @@
 #include <cerrno>
 #include <cstring>
 
+#include "probes/base/error.hpp"
+#include "probes/base/input_file.hpp"
+
 namespace commtool::workers::wire {
 
 namespace {
 
 constexpr std::uint32_t kFirstType = static_cast<std::uint32_t>(MessageType::kHello);
 constexpr std::uint32_t kLastType = static_cast<std::uint32_t>(MessageType::kShutdown);
+// The highest exit code a worker may report.
+constexpr int kLastExitCode = static_cast<int>(ExitCode::kTimeout);
 
 struct Header {
   std::uint32_t magic;
@@ -225,6 +230,59 @@ std::vector<std::string> decode_blobs(const std::string& payload) {
   }
   if (at != payload.size()) throw WireError(WireError::Kind::kProtocol, "bytes after blob list");
   return blobs;
+}
+
+long decode_hello_pid(const std::string& payload) {
+  try {
+    const nlohmann::json hello = files::parse_json_bounded(payload, "HELLO");
+    // Only a whole number: get<long> of 1e300 is undefined behaviour.
+    if (!hello.is_object() || !hello.contains("pid") || !hello["pid"].is_number_integer()) {
+      return -1;
+    }
+    return hello["pid"].get<long>();
+  } catch (const nlohmann::json::exception&) {
+    return -1;
+  } catch (const Error&) {
+    return -1;
+  }
+}
+
+nlohmann::json decode_result(const std::string& payload) {
+  // Bounded in depth: the launcher copies results, and a copy recurses once per level.
+  try {
+    return files::parse_json_bounded(payload, "RESULT");
+  } catch (const nlohmann::json::exception& e) {
+    throw WireError(WireError::Kind::kProtocol, e.what());
+  } catch (const Error& e) {
+    throw WireError(WireError::Kind::kProtocol, e.what());
+  }
+}
+
+ErrorReport decode_error(const std::string& payload) {
+  ErrorReport report;
+  try {
+    nlohmann::json error = files::parse_json_bounded(payload, "ERROR");
+    // A whole number in range, checked before any conversion: get<int> would truncate 2.5 and
+    // 2^32 + 2 into 2, and 1e300 is undefined behaviour.
+    const nlohmann::json& code = error.at("code");
+    if (!code.is_number_integer() || code.get<long long>() < 1 ||
+        code.get<long long>() > kLastExitCode) {
+      throw WireError(WireError::Kind::kProtocol,
+                      fmt::format("error code {}", excerpt(code.dump())));
+    }
+    report.code = code.get<int>();
+    report.message = error.at("message").get<std::string>();
+    if (error.contains("field")) {
+      report.field = error.at("field").get<std::string>();
+      report.value = error.at("value").get<std::string>();
+      report.why = error.at("why").get<std::string>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw WireError(WireError::Kind::kProtocol, e.what());
+  } catch (const Error& e) {
+    throw WireError(WireError::Kind::kProtocol, e.what());
+  }
+  return report;
 }
 
 }  // namespace commtool::workers::wire

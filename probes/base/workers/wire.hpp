@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -93,5 +94,24 @@ bool receive_available(int fd, FrameDecoder& into);
 // The payload of ALLGATHER_DONE: a count, then each blob as a length and its bytes.
 std::string encode_blobs(const std::vector<std::string>& blobs);
 std::vector<std::string> decode_blobs(const std::string& payload);  // throws WireError(kProtocol)
+
+// The payloads the launcher reads from a worker. A worker is a process of ours, but a broken
+// one (or a stranger on the socket) may send anything: each decoder either returns what the
+// message says or throws WireError(kProtocol), so no payload can take the launcher down.
+
+// HELLO: {"pid": N}; -1 when the payload does not name a pid.
+long decode_hello_pid(const std::string& payload);
+
+// RESULT: the worker's result document, at most files::kMaxJsonDepth deep.
+nlohmann::json decode_result(const std::string& payload);
+
+// ERROR: {"code": C, "message": text}, and for a value the worker refused also "field",
+// "value" and "why" (a BadValue's parts). C is a whole number from 1 to 5 (an exit code).
+struct ErrorReport {
+  int code = 0;
+  std::string message;
+  std::string field, value, why;  // empty unless the worker refused a value
+};
+ErrorReport decode_error(const std::string& payload);
 
 }  // namespace commtool::workers::wire
