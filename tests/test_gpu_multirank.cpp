@@ -205,11 +205,15 @@ TEST_P(GpuMultiRank, EveryModeAndStreamScopeAtSeveralRanks) {
       EXPECT_EQ(row.at("complete_at_wait_return"), samples) << mode;
     }
   }
-  // The text form of the same saved run starts with the shared-GPU label.
+  // The text form of the same saved run says first where and when it was saved, then carries
+  // the shared-GPU label; loading it passes every saved-run check without a warning.
   CliRun text = commtool("report " + saved.string());
   ASSERT_EQ(text.code, 0) << text.err;
-  EXPECT_TRUE(text.out.starts_with("SHARED GPU: " + std::to_string(n) + " ranks on 1 GPU"))
+  EXPECT_TRUE(text.out.starts_with("Saved run: 20")) << text.out.substr(0, 300);
+  const std::string second_line = text.out.substr(text.out.find('\n') + 1);
+  EXPECT_TRUE(second_line.starts_with("SHARED GPU: " + std::to_string(n) + " ranks on 1 GPU"))
       << text.out.substr(0, 300);
+  EXPECT_FALSE(contains(text.out, "WARNING:")) << text.out.substr(0, 600);
   EXPECT_TRUE(contains(text.out, "Kernel start across ranks")) << text.out;
   // One Perfetto process per rank.
   std::ifstream in(trace);
