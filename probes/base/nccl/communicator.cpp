@@ -38,17 +38,6 @@ class Backoff {
 
 }  // namespace
 
-std::string to_string(CommMode m) {
-  return m == CommMode::kBlocking ? "blocking" : "nonblocking";
-}
-
-std::optional<CommMode> parse_comm_mode(const std::string& text) {
-  for (CommMode m : {CommMode::kBlocking, CommMode::kNonBlocking}) {
-    if (text == to_string(m)) return m;
-  }
-  return std::nullopt;
-}
-
 Communicator::Communicator(const Library& lib, const ncclUniqueId& id, int nranks, int rank,
                            std::chrono::duration<double> timeout, CommMode mode,
                            workers::Progress* progress)

@@ -1,7 +1,5 @@
-// The one definition the readers need from a translation unit the fuzzers cannot link:
-// probes/base/nccl/communicator.cpp holds the NCCL communicator (it needs NCCL and the CUDA
-// runtime) beside the two names of CommMode that a saved run's "comm" key is read with. These
-// are copies of those two functions; test_tracing's saved-run tests check the real ones.
+// The names of CommMode, apart from the communicator: a saved run's "comm" key is read with
+// them by code (and fuzzers) that link neither NCCL nor the CUDA runtime.
 #include <optional>
 #include <string>
 
