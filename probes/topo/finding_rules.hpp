@@ -16,8 +16,9 @@ std::string gpu_name(const Gpu& g);
 void driver_findings(const Topology& topo, std::vector<Finding>& out);
 
 // Like against like within the machine: a GPU whose PCIe link, NVLink count or nearest NIC is
-// worse than that of GPUs of the same model.
-void peer_findings(const Topology& topo, const Analysis& a, std::vector<Finding>& out);
+// worse than that of GPUs of the same model. `far`: gpus_with_farther_nic(topo, a).
+void peer_findings(const Topology& topo, const Analysis& a, const std::vector<int>& far,
+                   std::vector<Finding>& out);
 
 // NVLinks that point at a GPU the topology lacks, or that two GPUs count differently.
 void nvlink_symmetry_findings(const Topology& topo, std::vector<Finding>& out);

@@ -188,8 +188,9 @@ void numa_unknown_findings(const Topology& topo, std::vector<Finding>& out) {
   }
 }
 
-void nic_path_findings(const Topology& topo, const Analysis& a, std::vector<Finding>& out) {
-  const std::vector<int> far = rules::gpus_with_farther_nic(topo, a);
+// `far`: GPUs the stronger nic-farther-than-peers finding already names.
+void nic_path_findings(const Topology& topo, const Analysis& a, const std::vector<int>& far,
+                       std::vector<Finding>& out) {
   // nic_pairing is built in the order of topo.gpus.
   for (size_t k = 0; k < a.nic_pairing.size() && k < topo.gpus.size(); ++k) {
     const NicPairing& p = a.nic_pairing[k];
@@ -324,7 +325,7 @@ void nvlink_findings(const Topology& topo, std::vector<Finding>& out) {
 
 void network_findings(const Topology& topo, std::vector<Finding>& out) {
   if (topo.gpus.empty()) return;
-  bool file = topo.source.rfind("sysfs:", 0) != 0;
+  bool file = !topo.read_from_sysfs();
   if (topo.nics.empty()) {
     out.push_back({Severity::kNote, "no-nic",
                    "no network device on the PCIe tree: NCCL cannot run across nodes from here",
@@ -350,9 +351,10 @@ std::vector<Finding> find_problems(const Topology& topo, const Analysis& analysi
   std::vector<Finding> out;
   rules::driver_findings(topo, out);
   pcie_findings(topo, out);
-  rules::peer_findings(topo, analysis, out);
+  const std::vector<int> far = rules::gpus_with_farther_nic(topo, analysis);
+  rules::peer_findings(topo, analysis, far, out);
   numa_unknown_findings(topo, out);
-  nic_path_findings(topo, analysis, out);
+  nic_path_findings(topo, analysis, far, out);
   gpu_pair_findings(topo, analysis, out);
   nvlink_findings(topo, out);
   rules::nvlink_symmetry_findings(topo, out);

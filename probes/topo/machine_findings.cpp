@@ -25,12 +25,8 @@ std::string gpu_list(const std::vector<const Gpu*>& gpus) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-bool live_source(const Topology& topo) {
-  return topo.source.rfind("sysfs:", 0) == 0;
-}
-
 void no_gpu_finding(const Topology& topo, std::vector<Finding>& out) {
-  bool file = !live_source(topo);
+  bool file = !topo.read_from_sysfs();
   out.push_back(
       {Severity::kWarning, "no-gpu",
        file ? "the topology file lists no NVIDIA GPU: nothing here can run NCCL on a GPU"

@@ -138,12 +138,12 @@ std::vector<int> gpus_with_farther_nic(const Topology& topo, const Analysis& a) 
   return out;
 }
 
-void peer_findings(const Topology& topo, const Analysis& a, std::vector<Finding>& out) {
+void peer_findings(const Topology& topo, const Analysis& a, const std::vector<int>& far,
+                   std::vector<Finding>& out) {
   for (const auto& gpus : same_model_groups(topo)) {
     pcie_peer_findings(gpus, out);
     nvlink_peer_findings(gpus, out);
   }
-  std::vector<int> far = gpus_with_farther_nic(topo, a);
   if (far.empty()) return;
   std::vector<int> close;
   PathClass close_path = PathClass::kSys;
@@ -184,7 +184,7 @@ void nvlink_symmetry_findings(const Topology& topo, std::vector<Finding>& out) {
     const Gpu* b = topo.find_gpu_by_bdf(to);
     // Live, a peer may be missing for innocent reasons (--devices kept only some GPUs; in a VM
     // NVML may name the peer by its host bus id): only a file is held to consistency.
-    bool from_file = topo.source.rfind("sysfs:", 0) != 0;
+    bool from_file = !topo.read_from_sysfs();
     if (b == nullptr && !from_file) continue;
     if (b == nullptr) {
       out.push_back({Severity::kWarning, "nvlink-peer-missing",

@@ -165,6 +165,9 @@ struct Topology {
   const RootComplex* find_root(const std::string& id) const;
   const Gpu* find_gpu_by_bdf(const std::string& bdf) const;
   void reindex();
+  // Whether the source is a sysfs tree (the live /sys or a capture), as opposed to an NCCL
+  // topology file, which holds no driver or NVML answers and may be hand-written.
+  bool read_from_sysfs() const { return source.rfind("sysfs:", 0) == 0; }
 
  private:
   std::unordered_map<std::string, size_t> pci_index_;

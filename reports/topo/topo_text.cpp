@@ -62,7 +62,7 @@ std::string gpu_section(const Topology& topo, const Analysis& a) {
 
 std::string nvlink_section(const Topology& topo, const Analysis& a) {
   std::string out = section("NVLink");
-  if (!topo.nvml_available && topo.source.rfind("sysfs:", 0) == 0) {
+  if (!topo.nvml_available && topo.read_from_sysfs()) {
     return out + "  unknown: NVML is not available (see Not available)\n";
   }
   for (size_t i = 0; i < topo.gpus.size(); ++i) {
