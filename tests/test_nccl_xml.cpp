@@ -5,13 +5,11 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <map>
 #include <string>
 #include <string_view>
 
 #include "probes/base/error.hpp"
-#include "probes/topo/classify.hpp"
 
 namespace commtool::topo {
 namespace {
@@ -553,75 +551,12 @@ TEST(CpumaskToCpulist, EmptyWordIsRejected) {
 }  // namespace
 }  // namespace commtool::topo
 
-// --- Vendor files: GPUs and NICs known only by their PCI class, as cloud vendors ship them ---
+// --- Class codes and NIC kinds as vendors' files and NCCL's socket transport write them ---
 
 namespace commtool::topo {
 namespace {
 
-// Two GPUs (4-digit class, no vendor) and an InfiniBand and an Ethernet function, none with a
-// <gpu> or <nic> inside: the shape of the files vendors publish for NCCL_TOPO_FILE.
-const char* kVendorFile =
-    "<system version=\"1\">\n"
-    "  <cpu numaid=\"0\" affinity=\"0000ffff\" arch=\"x86_64\">\n"
-    "    <pci busid=\"ffff:ff:01.0\" class=\"0x060400\" link_speed=\"16.0 GT/s PCIe\" "
-    "link_width=\"16\">\n"
-    "      <pci busid=\"0001:00:00.0\" class=\"0x0302\" link_speed=\"16.0 GT/s PCIe\" "
-    "link_width=\"16\"/>\n"
-    "      <pci busid=\"0101:00:00.0\" class=\"0x0207\" link_speed=\"16.0 GT/s PCIe\" "
-    "link_width=\"16\"/>\n"
-    "      <pci busid=\"0002:00:00.0\" class=\"0x030000\" link_speed=\"16.0 GT/s PCIe\" "
-    "link_width=\"16\"/>\n"
-    "      <pci busid=\"0102:00:00.0\" class=\"0x0200\" link_speed=\"16.0 GT/s PCIe\" "
-    "link_width=\"16\"/>\n"
-    "    </pci>\n"
-    "  </cpu>\n"
-    "</system>\n";
-
-bool mentions(const Topology& t, const std::string& what_part) {
-  return std::any_of(t.missing.begin(), t.missing.end(),
-                     [&](const Missing& m) { return m.what.find(what_part) != std::string::npos; });
-}
-
-TEST(NcclXmlVendorFile, DisplayClassFunctionsAreGpus) {
-  Topology t = parse_nccl_xml(kVendorFile, "vendor.xml");
-  ASSERT_EQ(t.gpus.size(), 2u);
-  EXPECT_EQ(t.gpus[0].bdf, "0001:00:00.0");
-  EXPECT_EQ(t.gpus[1].bdf, "0002:00:00.0");
-  EXPECT_EQ(t.gpus[0].pcie.max_gen, 4);
-  EXPECT_EQ(t.gpus[0].numa_node, 0);
-}
-
-TEST(NcclXmlVendorFile, ShortClassCodesAreWidened) {
-  Topology t = parse_nccl_xml(kVendorFile, "vendor.xml");
-  EXPECT_EQ(t.find_pci("0001:00:00.0")->class_code, 0x030200u);
-  EXPECT_EQ(t.find_pci("0101:00:00.0")->class_code, 0x020700u);
-}
-
-TEST(NcclXmlVendorFile, NetworkClassFunctionsAreNicsOfTheirClass) {
-  Topology t = parse_nccl_xml(kVendorFile, "vendor.xml");
-  ASSERT_EQ(t.nics.size(), 2u);
-  EXPECT_EQ(t.nics[0].bdf, "0101:00:00.0");
-  EXPECT_EQ(t.nics[0].kind, NicKind::kInfiniBand);
-  EXPECT_EQ(t.nics[1].kind, NicKind::kEthernet);
-  EXPECT_EQ(t.nics[0].name, "");
-}
-
-TEST(NcclXmlVendorFile, SaysWhatTheFileCannotTell) {
-  Topology t = parse_nccl_xml(kVendorFile, "vendor.xml");
-  EXPECT_FALSE(t.gpus[0].nvlinks_known);
-  EXPECT_EQ(t.gpus[0].name, "");
-  EXPECT_TRUE(mentions(t, "NVLinks of 2 GPU(s)"));
-  EXPECT_TRUE(mentions(t, "of 2 NIC(s)"));
-}
-
-TEST(NcclXmlVendorFile, GpusAreFoundSoTheFindingsAreNotEmpty) {
-  Topology t = parse_nccl_xml(kVendorFile, "vendor.xml");
-  Analysis a = analyze(t);
-  EXPECT_EQ(a.matrix.labels.size(), 4u);  // 2 GPUs, 2 NICs
-  EXPECT_EQ(label(a.nic_pairing[0].path), "PIX");
-}
-
-TEST(NcclXmlVendorFile, OddLengthClassIsRejected) {
+TEST(NcclXmlClass, OddLengthClassIsRejected) {
   Error e = parse_error(in_cpu("    <pci busid=\"0000:03:00.0\" class=\"0x302\"/>\n"));
   EXPECT_NE(std::string(e.what()).find("class=\"0x302\""), std::string::npos) << e.what();
 }
