@@ -1,0 +1,134 @@
+// What `commtool record` leaves behind, line by line: the profiler plugin, loaded into every
+// process of a job (NCCL_PROFILER_PLUGIN), appends one JSON object per line to its own file
+// <record dir>/procs/<host>-<pid>.jsonl. The plugin writes these lines; `commtool report` and the
+// hang monitor of `commtool record` read them. Both sides use these types, so the format has
+// one definition.
+//
+// Times are CLOCK_MONOTONIC nanoseconds of the writing host, except `gpu`, which holds the
+// GPU's %globaltimer as NCCL's kernel stamped it. The `proc` line pairs the host's
+// CLOCK_REALTIME with CLOCK_MONOTONIC, so a reader can print wall-clock times; the `seen` pair
+// (host time at which NCCL's proxy thread reported each kernel stamp) lets a reader map GPU
+// time onto the host clock: the smallest (seen - gpu) over nearby operations bounds the offset.
+//
+// Lines, by "k":
+//   proc   first line of a file: who wrote it
+//   comm   a communicator was initialised in this process (NCCL called the plugin's init)
+//   start  an operation was handed to NCCL's launch (the profiler's Coll/P2p event started):
+//          written at once, so a process that hangs later still says what it had begun
+//   end    everything known about one operation, written once no more is coming
+//   alive  the writer thread's heartbeat, once a second: the process is still there
+//   fin    a communicator was finalised
+//   drop   lines the plugin could not keep (its buffer was full): how many, since when
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace commtool::nccl_profiler {
+
+// Set by `commtool record` for the job: the recording directory. Unset: no record-mode output.
+inline constexpr const char* kRecordDirEnv = "COMMTOOL_RECORD_DIR";
+inline constexpr int kRecordFormatVersion = 1;
+
+struct Interval {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  bool operator==(const Interval&) const = default;
+};
+
+struct ProcLine {
+  int version = kRecordFormatVersion;
+  int64_t pid = 0;
+  std::string host;
+  int64_t realtime_ns = 0;   // CLOCK_REALTIME ...
+  int64_t monotonic_ns = 0;  // ... and CLOCK_MONOTONIC read together
+  std::string nccl_version;  // as NCCL reported it, if known; else empty
+  bool operator==(const ProcLine&) const = default;
+};
+
+struct CommLine {
+  uint64_t comm = 0;  // NCCL's communicator id (the same in every rank of one communicator)
+  int rank = 0;
+  int nranks = 0;
+  int nodes = 0;
+  std::string name;  // the communicator's name, if the application gave one
+  int64_t t_ns = 0;
+  bool operator==(const CommLine&) const = default;
+};
+
+enum class OpKind { kCollective, kP2p };
+
+// Identity of one operation of one rank: `index` counts every operation (collective or p2p)
+// this rank started on the communicator, from 0; `seq` is NCCL's per-function sequence number
+// (collectives only: NCCL counts AllReduce, Broadcast, ... separately).
+struct StartLine {
+  uint64_t comm = 0;
+  int rank = 0;
+  uint64_t index = 0;
+  OpKind kind = OpKind::kCollective;
+  std::optional<uint64_t> seq;  // collectives only
+  std::string func;             // "AllReduce", "Send", ...
+  uint64_t count = 0;           // elements
+  std::string datatype;         // "ncclFloat32", ...
+  int peer = -1;                // p2p only
+  int64_t t_ns = 0;
+  bool operator==(const StartLine&) const = default;
+};
+
+struct EndLine {
+  StartLine op;  // the same identity and description as its start line (t_ns: the start)
+  int root = -1;
+  std::string algo;   // collectives: "RING", "TREE", ...; empty for p2p
+  std::string proto;  // "LL", "LL128", "SIMPLE"; empty for p2p
+  int channels = 0;   // channels NCCL planned
+  int warps = 0;
+  std::optional<Interval> api;  // the application's NCCL call (CollApi/P2pApi event), host
+  Interval enqueue;             // NCCL planning and launching it (Coll/P2p event), host
+  std::optional<Interval> gpu;  // first kernel channel start .. last stop, GPU %globaltimer
+  std::optional<Interval> seen;  // host time the first start and the last stop were reported
+  int kernel_channels = 0;       // channels whose start and stop were reported
+  // false: the plugin gave up waiting for the kernel's channels (evicted under memory bound or
+  // at finalize); gpu/seen then cover only what was reported.
+  bool complete = true;
+  bool graph_captured = false;
+  bool operator==(const EndLine&) const = default;
+};
+
+struct AliveLine {
+  int64_t t_ns = 0;
+  bool operator==(const AliveLine&) const = default;
+};
+
+struct FinLine {
+  uint64_t comm = 0;
+  int rank = 0;
+  int64_t t_ns = 0;
+  bool operator==(const FinLine&) const = default;
+};
+
+struct DropLine {
+  uint64_t lines = 0;  // lines lost since the previous drop line
+  int64_t since_ns = 0;
+  int64_t t_ns = 0;
+  bool operator==(const DropLine&) const = default;
+};
+
+using RecordLine = std::variant<ProcLine, CommLine, StartLine, EndLine, AliveLine, FinLine, DropLine>;
+
+// One line, no trailing newline. Communicator ids are written as 16 lowercase hex digits in a
+// string (JSON numbers lose 64-bit integers in most readers).
+std::string to_line(const RecordLine& line);
+
+// Appends the line and a newline to `out` without allocating when `out` has room: the plugin
+// formats on NCCL's threads and must stay cheap.
+void append_line(std::string& out, const RecordLine& line);
+
+// Reads one line. Throws commtool::Error (exit 2) naming the key and value for a line that is
+// JSON but not a valid record line; `std::nullopt` for a line that is not JSON at all (the cut
+// last line of a process that was killed mid-write; the reader decides whether that is legal).
+std::optional<RecordLine> parse_line(std::string_view text);
+
+}  // namespace commtool::nccl_profiler
