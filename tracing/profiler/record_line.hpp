@@ -85,9 +85,9 @@ struct EndLine {
   std::string proto;  // "LL", "LL128", "SIMPLE"; empty for p2p
   int channels = 0;   // channels NCCL planned
   int warps = 0;
-  std::optional<Interval> api;  // the application's NCCL call (CollApi/P2pApi event), host
-  Interval enqueue;             // NCCL planning and launching it (Coll/P2p event), host
-  std::optional<Interval> gpu;  // first kernel channel start .. last stop, GPU %globaltimer
+  std::optional<Interval> api;   // the application's NCCL call (CollApi/P2pApi event), host
+  Interval enqueue;              // NCCL planning and launching it (Coll/P2p event), host
+  std::optional<Interval> gpu;   // first kernel channel start .. last stop, GPU %globaltimer
   std::optional<Interval> seen;  // host time the first start and the last stop were reported
   int kernel_channels = 0;       // channels whose start and stop were reported
   // false: the plugin gave up waiting for the kernel's channels (evicted under memory bound or
@@ -116,7 +116,8 @@ struct DropLine {
   bool operator==(const DropLine&) const = default;
 };
 
-using RecordLine = std::variant<ProcLine, CommLine, StartLine, EndLine, AliveLine, FinLine, DropLine>;
+using RecordLine =
+    std::variant<ProcLine, CommLine, StartLine, EndLine, AliveLine, FinLine, DropLine>;
 
 // One line, no trailing newline. Communicator ids are written as 16 lowercase hex digits in a
 // string (JSON numbers lose 64-bit integers in most readers).
