@@ -30,7 +30,9 @@ extern "C" void on_stop_signal(int sig) {
 
 }  // namespace
 
-SignalTrap::SignalTrap() {
+SignalTrap::SignalTrap(std::initializer_list<int> signals) {
+  for (int sig : signals)
+    trapped_.push_back({sig});
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
     throw Error(ExitCode::kEnvironment, fmt::format("pipe: {}", std::strerror(errno)));

@@ -1,10 +1,15 @@
-// SIGINT and SIGTERM turned into bytes on a pipe, for a poll loop to read at a point where it can
-// stop its workers in order (the launcher: Ctrl-C must not leave a worker holding a GPU). The
-// handlers are installed for the object's lifetime and the previous ones restored after; a
-// signal the process was already ignoring (nohup, a background job) stays ignored.
+// Signals (SIGINT and SIGTERM unless told otherwise) turned into bytes on a pipe, for a poll loop
+// to read at a point where it can act in order (the launcher: Ctrl-C must not leave a worker
+// holding a GPU; `record`: SIGUSR1 asks where every rank stands). The handlers are installed for
+// the object's lifetime and the previous ones restored after; a signal the process was already
+// ignoring (nohup, a background job) stays ignored. A handler, unlike SIG_IGN, is reset by exec,
+// so a child started meanwhile gets the default disposition.
 #pragma once
 
 #include <signal.h>
+
+#include <initializer_list>
+#include <vector>
 
 #include "probes/base/workers/unique_fd.hpp"
 
@@ -13,7 +18,7 @@ namespace commtool::workers {
 class SignalTrap {
  public:
   // Throws std::logic_error if another SignalTrap is alive: the handlers are process-wide.
-  SignalTrap();
+  explicit SignalTrap(std::initializer_list<int> signals = {SIGINT, SIGTERM});
   ~SignalTrap();
   SignalTrap(const SignalTrap&) = delete;
   SignalTrap& operator=(const SignalTrap&) = delete;
@@ -29,7 +34,7 @@ class SignalTrap {
   };
   UniqueFd read_;
   UniqueFd write_;
-  Trapped trapped_[2] = {{SIGINT}, {SIGTERM}};
+  std::vector<Trapped> trapped_;
 };
 
 }  // namespace commtool::workers
