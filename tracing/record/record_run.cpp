@@ -1,0 +1,262 @@
+#include "tracing/record/record_run.hpp"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "probes/base/error.hpp"
+#include "probes/base/output_file.hpp"
+#include "probes/base/workers/signal_trap.hpp"
+#include "tracing/profiler/record_line.hpp"
+#include "tracing/record/job.hpp"
+#include "tracing/trace/trace_run.hpp"
+
+namespace commtool::record {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr auto kTick = 100ms;              // how often the recording is read
+constexpr auto kKillGrace = 10s;           // SIGTERM to SIGKILL, for --kill-on-hang
+constexpr double kMaxHangTimeoutS = 7 * 86400.0;
+
+int64_t clock_ns(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? name : "";
+}
+
+// record.json: what a reader of the directory needs besides the processes' own files.
+class Meta {
+ public:
+  Meta(const RecordRequest& q, std::string path) : path_(std::move(path)) {
+    doc_ = {{"schema_version", 1},
+            {"kind", "commtool-record"},
+            {"commtool_version", q.commtool_version},
+            {"host", host_name()},
+            {"command", q.command},
+            {"started_at", tracing::utc_now_iso8601()},
+            {"started_realtime_ns", clock_ns(CLOCK_REALTIME)},
+            {"started_monotonic_ns", clock_ns(CLOCK_MONOTONIC)},
+            {"hang_timeout_s", q.hang_timeout_s ? json(*q.hang_timeout_s) : json(nullptr)},
+            {"kill_on_hang", q.kill_on_hang},
+            {"cupti", false},
+            {"plugin", q.plugin},
+            {"ended", nullptr},
+            {"hang", nullptr}};
+    write();
+  }
+  void hang(double quiet_s) {
+    doc_["hang"] = {{"detected_at", tracing::utc_now_iso8601()},
+                    {"monotonic_ns", clock_ns(CLOCK_MONOTONIC)},
+                    {"quiet_s", quiet_s}};
+    write();
+  }
+  void resumed() {
+    doc_["hang"] = nullptr;
+    write();
+  }
+  void ended(const Job& job, const RecordOutcome& o) {
+    doc_["ended"] = {{"at", tracing::utc_now_iso8601()},
+                     {"wall_s", o.wall_s},
+                     {"exit_code", job.exit_code() ? json(*job.exit_code()) : json(nullptr)},
+                     {"signal", job.signal_number() ? json(*job.signal_number()) : json(nullptr)},
+                     {"killed_by_commtool", o.killed_by_commtool}};
+    write();
+  }
+
+ private:
+  void write() { files::write_atomically(path_, doc_.dump(2) + "\n", "recording's record.json"); }
+  std::string path_;
+  json doc_;
+};
+
+// Prints where every rank stands and keeps a copy in the recording.
+void report_standing(const RecordRequest& q, const RecordHooks& hooks, int& snapshots,
+                     const std::string& why) {
+  hooks.poll();
+  const std::string text = hooks.standing(clock_ns(CLOCK_MONOTONIC));
+  const std::string file = fmt::format("{}/standing-{}.txt", q.out_dir, ++snapshots);
+  std::cerr << "commtool record: " << why << "\n" << text << "(saved in " << file << ")\n";
+  try {
+    files::write_atomically(file, why + "\n" + text, "standing report");
+  } catch (const Error& e) {
+    std::cerr << "commtool record: " << e.what() << "\n";
+  }
+}
+
+void make_directory(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directory(dir, ec);
+  if (ec) {
+    throw usage_error(fmt::format("--out {}: cannot create the directory: {}", excerpt(dir),
+                                  ec.message()));
+  }
+  fs::create_directory(fs::path(dir) / "procs", ec);
+  if (ec) {
+    throw usage_error(fmt::format("--out {}: cannot create procs/ in it: {}", excerpt(dir),
+                                  ec.message()));
+  }
+}
+
+}  // namespace
+
+void check_request(const RecordRequest& q) {
+  if (q.command.empty()) {
+    throw usage_error("record: no command to run; give it after --: commtool record -- CMD ...");
+  }
+  if (!find_executable(q.command[0])) {
+    throw usage_error(fmt::format("record: command {}: not found in PATH or not executable",
+                                  excerpt(q.command[0])));
+  }
+  if (q.hang_timeout_s) {
+    const double s = *q.hang_timeout_s;
+    if (!std::isfinite(s) || s < 0.1 || s > kMaxHangTimeoutS) {
+      throw bad_value("hang_timeout_s", fmt::format("{}", s),
+                      fmt::format("seconds from 0.1 to {:.0f} (a week)", kMaxHangTimeoutS));
+    }
+  }
+  if (q.kill_on_hang && !q.hang_timeout_s) {
+    throw usage_error("--kill-on-hang needs --hang-timeout: it says when the job counts as hung");
+  }
+  if (q.out_dir.empty()) throw usage_error("--out: an empty name; give a directory");
+  std::error_code ec;
+  const fs::path dir(q.out_dir);
+  if (fs::exists(fs::symlink_status(dir, ec))) {
+    if (!fs::is_directory(dir, ec) || !fs::is_empty(dir, ec)) {
+      throw usage_error(fmt::format(
+          "--out {}: exists and is not an empty directory; a recording needs a directory of its "
+          "own (name a new one)",
+          excerpt(q.out_dir)));
+    }
+  } else {
+    const fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
+    if (!fs::is_directory(parent, ec) || ::access(parent.c_str(), W_OK | X_OK) != 0) {
+      throw usage_error(fmt::format("--out {}: cannot be created: {} is not a writable directory",
+                                    excerpt(q.out_dir), excerpt(parent.string())));
+    }
+  }
+  if (q.plugin.empty() || !fs::is_regular_file(q.plugin, ec)) {
+    throw Error(ExitCode::kEnvironment,
+                fmt::format("record: commtool's NCCL profiler plugin {} is missing; install it "
+                            "beside commtool (lib/commtool/) or name it in "
+                            "COMMTOOL_PROFILER_PLUGIN",
+                            q.plugin.empty() ? "(libcommtool_nccl_profiler.so)" : excerpt(q.plugin)));
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> record_environment(const RecordRequest& q) {
+  return {{"NCCL_PROFILER_PLUGIN", q.plugin},
+          {nccl_profiler::kRecordDirEnv, fs::absolute(q.out_dir).string()}};
+}
+
+RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
+  check_request(q);
+  if (const char* theirs = std::getenv("NCCL_PROFILER_PLUGIN"); theirs && *theirs) {
+    std::cerr << "commtool record: NCCL_PROFILER_PLUGIN=" << excerpt(theirs)
+              << " is replaced by commtool's plugin for this run (NCCL loads one)\n";
+  }
+  // Trapped before anything is created, so that none is lost and a SIGUSR1 sent as soon as
+  // record.json appears finds its handler; handlers (unlike SIG_IGN) do not pass to the job
+  // through exec.
+  workers::SignalTrap trap({SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1});
+  const bool dir_existed = fs::exists(q.out_dir);
+  make_directory(q.out_dir);
+  const std::string meta_path = (fs::path(q.out_dir) / "record.json").string();
+  Meta meta(q, meta_path);
+  const auto started = Clock::now();
+  Job job;
+  try {
+    job = Job::start(q.command, record_environment(q));
+  } catch (...) {
+    std::error_code ec;
+    if (dir_existed) {
+      fs::remove(meta_path, ec);
+      fs::remove(fs::path(q.out_dir) / "procs", ec);
+    } else {
+      fs::remove_all(q.out_dir, ec);
+    }
+    throw;
+  }
+
+  RecordOutcome out;
+  int snapshots = 0;
+  uint64_t completed = 0;
+  auto last_progress = Clock::now();
+  while (!job.poll_exit()) {
+    pollfd p{trap.fd(), POLLIN, 0};
+    ::poll(&p, 1, static_cast<int>(kTick.count()));
+    for (int sig = trap.take(); sig != 0; sig = trap.take()) {
+      if (sig == SIGUSR1) {
+        report_standing(q, hooks, snapshots, "SIGUSR1: where every rank stands");
+      } else if (sig == SIGTERM || sig == SIGHUP) {
+        job.signal(sig);  // the job decides what to do with it, as without commtool
+      }
+      // SIGINT and SIGQUIT come from the terminal, which sends them to the job as well.
+    }
+    hooks.poll();
+    const uint64_t now_completed = hooks.completed();
+    if (now_completed != completed) {
+      completed = now_completed;
+      last_progress = Clock::now();
+      if (out.hang_detected && !out.killed_by_commtool) {
+        // A slow phase, not a hang after all: say so, and watch for the next one.
+        std::cerr << "commtool record: operations complete again; the job was not hung\n";
+        out.hang_detected = false;
+        meta.resumed();
+      }
+    }
+    if (q.hang_timeout_s && !out.hang_detected && hooks.in_flight() > 0) {
+      const double quiet = std::chrono::duration<double>(Clock::now() - last_progress).count();
+      if (quiet >= *q.hang_timeout_s) {
+        out.hang_detected = true;
+        meta.hang(quiet);
+        report_standing(q, hooks, snapshots,
+                        fmt::format("no NCCL operation has completed for {:.1f} s with {} in "
+                                    "flight: the job looks hung",
+                                    quiet, hooks.in_flight()));
+        if (q.kill_on_hang) {
+          std::cerr << "commtool record: --kill-on-hang: ending the job (SIGTERM, then SIGKILL "
+                       "after "
+                    << kKillGrace.count() << " s)\n";
+          job.terminate_tree(kKillGrace);
+          out.killed_by_commtool = true;
+        } else {
+          std::cerr << "commtool record: the job is left running (end it yourself, or use "
+                       "--kill-on-hang next time)\n";
+        }
+      }
+    }
+  }
+  // The processes flushed their files when they exited; take in the last lines.
+  hooks.poll();
+  out.status = job.shell_status();
+  out.how_ended = job.describe_exit();
+  out.wall_s = std::chrono::duration<double>(Clock::now() - started).count();
+  meta.ended(job, out);
+  if (hooks.in_flight() > 0 && !out.hang_detected) {
+    report_standing(q, hooks, snapshots,
+                    fmt::format("the job ended with {} operation(s) started and never completed",
+                                hooks.in_flight()));
+  }
+  return out;
+}
+
+}  // namespace commtool::record

@@ -1,0 +1,63 @@
+// `commtool record -- CMD`: runs the user's job unchanged with commtool's NCCL profiler plugin
+// in every process it starts, watches the recording grow, and says where every rank stands
+// when the job stops making progress. The recording directory:
+//
+//   DIR/record.json                 what was run, when, by which commtool; how it ended
+//                                   (written at the start, rewritten whole at a hang and at the end)
+//   DIR/procs/<host>-<pid>.jsonl    one file per process, written by the plugin
+//                                   (tracing/profiler/record_line.hpp)
+//   DIR/standing-<n>.txt            where every rank stood, at a hang or on SIGUSR1
+//
+// The job keeps commtool's terminal and streams; its exit status is commtool's (128 + signal
+// when a signal ended it). Ctrl-C reaches the job from the terminal as it would without
+// commtool; SIGTERM and SIGHUP sent to commtool are passed on to the job; SIGUSR1 prints where
+// every rank stands. A job is killed only when the user asked for it (--kill-on-hang).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace commtool::record {
+
+struct RecordRequest {
+  std::vector<std::string> command;     // the job: argv
+  std::string out_dir;                  // must not exist, or be an empty directory
+  std::optional<double> hang_timeout_s;  // no operation completed for this long: a hang
+  bool kill_on_hang = false;            // then end the job (SIGTERM, then SIGKILL)
+  std::string plugin;                   // the profiler plugin library, an absolute path
+  std::string commtool_version;
+};
+
+// What the loop asks of the growing recording. Kept as functions so that this layer does not
+// depend on the analysis that answers them (reports/record).
+struct RecordHooks {
+  std::function<void()> poll;                 // read what the processes have written since
+  std::function<uint64_t()> completed;        // operations ended so far, over every process
+  std::function<uint64_t()> in_flight;        // operations started and not yet ended
+  std::function<std::string(int64_t now_monotonic_ns)> standing;  // where every rank stands
+  std::function<std::string()> summary;       // one paragraph for the end of the run
+};
+
+struct RecordOutcome {
+  int status = 0;          // the job's, as a shell reports it
+  std::string how_ended;   // "exited with status 0"
+  bool hang_detected = false;
+  bool killed_by_commtool = false;
+  double wall_s = 0;
+};
+
+// Checks a request before anything is started: the command can be executed, the directory can
+// be created, the timeout is a number of seconds. Throws BadValue / Error(kUsage).
+void check_request(const RecordRequest& request);
+
+// Creates DIR and DIR/procs, writes record.json, runs the job to its end and returns how it
+// ended. Progress lines and the hang report go to standard error.
+RecordOutcome run_recording(const RecordRequest& request, const RecordHooks& hooks);
+
+// The environment the job gets on top of commtool's own.
+std::vector<std::pair<std::string, std::string>> record_environment(const RecordRequest& request);
+
+}  // namespace commtool::record
