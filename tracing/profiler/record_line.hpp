@@ -120,7 +120,9 @@ using RecordLine =
     std::variant<ProcLine, CommLine, StartLine, EndLine, AliveLine, FinLine, DropLine>;
 
 // One line, no trailing newline. Communicator ids are written as 16 lowercase hex digits in a
-// string (JSON numbers lose 64-bit integers in most readers).
+// string (JSON numbers lose 64-bit integers in most readers). Strings are escaped as JSON
+// requires (control characters as \u00XX); bytes that are not UTF-8 become U+FFFD, so a name
+// from the application can never make a line unreadable.
 std::string to_line(const RecordLine& line);
 
 // Appends the line and a newline to `out` without allocating when `out` has room: the plugin
@@ -128,8 +130,11 @@ std::string to_line(const RecordLine& line);
 void append_line(std::string& out, const RecordLine& line);
 
 // Reads one line. Throws commtool::Error (exit 2) naming the key and value for a line that is
-// JSON but not a valid record line; `std::nullopt` for a line that is not JSON at all (the cut
-// last line of a process that was killed mid-write; the reader decides whether that is legal).
+// JSON but not a valid record line (a missing key, a wrong type, an unknown "k", a negative
+// count, an interval that ends before it starts, a format version other than this one);
+// `std::nullopt` for a line that is not JSON at all (the cut last line of a process that was
+// killed mid-write; the reader decides whether that is legal). Keys it does not know are
+// ignored, so a later version may add some.
 std::optional<RecordLine> parse_line(std::string_view text);
 
 }  // namespace commtool::nccl_profiler
