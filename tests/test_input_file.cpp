@@ -163,3 +163,58 @@ TEST(BoundedJson, NumberBeyondADoublesRangeIsBadInputNamingTheFile) {
 }
 
 }  // namespace
+
+// A file another process appends to: each read returns what came since the last one.
+TEST(AppendedFile, EachReadReturnsWhatWasAppendedSinceTheLast) {
+  TempDir dir;
+  const fs::path f = dir.path / "p.jsonl";
+  std::ofstream(f) << "one\ntw";
+  commtool::files::AppendedFile file(f.string());
+  std::string got;
+  EXPECT_EQ(file.read_more(got, 1024), 6u);
+  EXPECT_EQ(got, "one\ntw");
+  EXPECT_EQ(file.read_more(got, 1024), 0u);
+  std::ofstream(f, std::ios::app) << "o\nthree\n";
+  EXPECT_EQ(file.read_more(got, 3), 3u);  // at most the chunk asked for
+  EXPECT_EQ(file.read_more(got, 1024), 5u);
+  EXPECT_EQ(got, "one\ntwo\nthree\n");
+  EXPECT_EQ(file.offset(), 14u);
+}
+
+TEST(AppendedFile, ATruncatedFileIsRefusedNamingBothSizes) {
+  TempDir dir;
+  const fs::path f = dir.path / "p.jsonl";
+  std::ofstream(f) << "0123456789";
+  commtool::files::AppendedFile file(f.string());
+  std::string got;
+  file.read_more(got, 1024);
+  std::ofstream(f, std::ios::trunc) << "01";
+  try {
+    file.read_more(got, 1024);
+    FAIL() << "a truncated file was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              f.string() +
+                  ": 2 bytes, fewer than the 10 already read: the file was truncated or "
+                  "replaced");
+  }
+}
+
+TEST(AppendedFile, AFileGrownPastTheLimitOrReplacedByADirectoryIsRefused) {
+  TempDir dir;
+  const fs::path f = dir.path / "p.jsonl";
+  std::ofstream(f) << "0123";
+  commtool::files::AppendedFile file(f.string(), 8);
+  std::string got;
+  EXPECT_EQ(file.read_more(got, 1024), 4u);
+  std::ofstream(f, std::ios::app) << "456789";
+  EXPECT_THROW(file.read_more(got, 1024), Error);
+  fs::remove(f);
+  fs::create_directory(f);
+  try {
+    file.read_more(got, 1024);
+    FAIL() << "a directory was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), f.string() + ": is a directory; give a regular file");
+  }
+}

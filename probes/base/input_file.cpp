@@ -26,11 +26,10 @@ const char* kind_of(mode_t mode) {
   return "not a regular file";
 }
 
-}  // namespace
-
-std::string read_input_file(const std::string& path, uint64_t max_bytes) {
-  // Opened without blocking so that a FIFO with no writer cannot hang the open; checked on the
-  // open descriptor so that what is read is what was checked.
+// `path` opened for reading and checked on the open descriptor, so that what is read is what
+// was checked: a regular file of at most `max_bytes`. Its size is stored in `size`.
+workers::UniqueFd open_checked(const std::string& path, uint64_t max_bytes, uint64_t& size) {
+  // Opened without blocking so that a FIFO with no writer cannot hang the open.
   workers::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd) throw usage_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   struct stat st {};
@@ -40,22 +39,56 @@ std::string read_input_file(const std::string& path, uint64_t max_bytes) {
   if (!S_ISREG(st.st_mode)) {
     throw usage_error(fmt::format("{}: is {}; give a regular file", path, kind_of(st.st_mode)));
   }
-  const auto size = static_cast<uint64_t>(st.st_size);
+  size = static_cast<uint64_t>(st.st_size);
   if (size > max_bytes) {
     throw usage_error(
         fmt::format("{}: {} bytes, more than the {} bytes commtool reads", path, size, max_bytes));
   }
-  std::string text(size, '\0');
+  return fd;
+}
+
+// Reads up to `length` bytes at `offset` into `out` (appended); fewer when the file is shorter.
+size_t read_at(int fd, const std::string& path, uint64_t offset, size_t length, std::string& out) {
+  const size_t base = out.size();
+  out.resize(base + length);
   size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::read(fd.get(), text.data() + done, text.size() - done);
+  while (done < length) {
+    const ssize_t n =
+        ::pread(fd, out.data() + base + done, length - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw usage_error(fmt::format("{}: read failed: {}", path, std::strerror(errno)));
+    if (n < 0) {
+      out.resize(base);
+      throw usage_error(fmt::format("{}: read failed: {}", path, std::strerror(errno)));
+    }
     if (n == 0) break;  // the file shrank while being read: what is there is what it holds
     done += static_cast<size_t>(n);
   }
-  text.resize(done);
+  out.resize(base + done);
+  return done;
+}
+
+}  // namespace
+
+std::string read_input_file(const std::string& path, uint64_t max_bytes) {
+  uint64_t size = 0;
+  const workers::UniqueFd fd = open_checked(path, max_bytes, size);
+  std::string text;
+  read_at(fd.get(), path, 0, size, text);
   return text;
+}
+
+size_t AppendedFile::read_more(std::string& out, size_t max_chunk) {
+  uint64_t size = 0;
+  const workers::UniqueFd fd = open_checked(path_, max_bytes_, size);
+  if (size < offset_) {
+    throw usage_error(fmt::format(
+        "{}: {} bytes, fewer than the {} already read: the file was truncated or replaced", path_,
+        size, offset_));
+  }
+  const size_t n = read_at(fd.get(), path_, offset_,
+                           static_cast<size_t>(std::min<uint64_t>(size - offset_, max_chunk)), out);
+  offset_ += n;
+  return n;
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 namespace commtool::files {
 
@@ -17,6 +18,29 @@ inline constexpr uint64_t kMaxInputBytes = 4ull << 30;
 // The file's bytes. Throws usage_error naming the path: missing or unreadable, not a regular
 // file (saying what it is), larger than `max_bytes` (saying both sizes).
 std::string read_input_file(const std::string& path, uint64_t max_bytes = kMaxInputBytes);
+
+// A file another process is still appending to (a recording's procs/*.jsonl), read a piece at
+// a time from where the last read stopped. Each read opens the file again and checks it as
+// read_input_file does, so thousands of such files never hold thousands of descriptors, and a
+// file replaced by something else is noticed.
+class AppendedFile {
+ public:
+  explicit AppendedFile(std::string path, uint64_t max_bytes = kMaxInputBytes)
+      : path_(std::move(path)), max_bytes_(max_bytes) {}
+
+  // Appends to `out` at most `max_chunk` of the bytes written since the last call; returns how
+  // many (0: nothing new). Throws usage_error naming the path: missing or unreadable, not a
+  // regular file, larger than max_bytes, or shorter than what was already read (truncated).
+  size_t read_more(std::string& out, size_t max_chunk);
+
+  const std::string& path() const { return path_; }
+  uint64_t offset() const { return offset_; }  // bytes read so far
+
+ private:
+  std::string path_;
+  uint64_t max_bytes_;
+  uint64_t offset_ = 0;
+};
 
 // How deep a JSON document commtool reads may nest: every format it reads needs fewer than 8
 // levels; far deeper input is refused as it is parsed, before anything walks it recursively

@@ -1,0 +1,73 @@
+#include "tracing/record/record_text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "probes/base/error.hpp"
+
+namespace commtool::record {
+
+std::string op_label(const OpRef& op) {
+  const std::string func = excerpt(op.func, 40);
+  if (op.kind == nccl_profiler::OpKind::kP2p) {
+    return fmt::format("{} {} {} (op {})", func, func == "Recv" ? "from" : "to", op.peer, op.index);
+  }
+  if (op.seq) return fmt::format("{} #{}", func, *op.seq);
+  return fmt::format("{} op {}", func, op.index);
+}
+
+std::string rank_list(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+      ++j;
+    if (!out.empty()) out += ",";
+    out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string ranks_phrase(const std::vector<int>& ranks) {
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", rank_list(ranks));
+}
+
+std::string comm_label(uint64_t comm, const std::string& name) {
+  if (name.empty()) return fmt::format("{:016x}", comm);
+  return fmt::format("{:016x} (\"{}\")", comm, excerpt(name, 60));
+}
+
+namespace {
+
+std::tm utc(int64_t wall_ns) {
+  // Floor division, so that a time before the epoch still lands in its own second.
+  const int64_t s = wall_ns / 1'000'000'000 - (wall_ns % 1'000'000'000 < 0 ? 1 : 0);
+  const std::time_t t = static_cast<std::time_t>(s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return tm;
+}
+
+}  // namespace
+
+std::string utc_clock(int64_t wall_ns) {
+  const std::tm tm = utc(wall_ns);
+  return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+std::string utc_date_time(int64_t wall_ns) {
+  const std::tm tm = utc(wall_ns);
+  return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+std::string seconds_text(double s) {
+  return s >= 10 ? fmt::format("{:.0f} s", s) : fmt::format("{:.1f} s", s);
+}
+
+}  // namespace commtool::record
