@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/device_list.hpp"
@@ -85,6 +87,40 @@ void add_global_options(CLI::App& app, GlobalOptions& global, bool& version) {
   app.add_flag("-v,--verbose", global.verbose, "Say what is being done and how long it took");
 }
 
+// `commtool record torchrun --nproc-per-node 8 train.py` must run that command, but CLI11 would
+// read --nproc-per-node as an option of ours. So the job's first word, the first argument after
+// `record` that is neither one of our options nor an option's value, gets a "--" before it
+// (unless the user wrote one). Our options are asked of the parser itself, so a new option is
+// known here without a list to keep in step.
+std::vector<std::string> separate_record_job(const CLI::App& app, std::vector<std::string> args) {
+  const CLI::App* record = app.get_subcommand_ptr("record").get();
+  auto option = [&](const std::string& arg) -> const CLI::Option* {
+    if (arg.size() < 2 || arg[0] != '-') return nullptr;
+    const std::string name = arg.substr(0, arg.find('='));
+    if (const CLI::Option* o = record->get_option_no_throw(name)) return o;
+    return app.get_option_no_throw(name);
+  };
+  auto takes_value = [](const CLI::Option* o, const std::string& arg) {
+    return o->get_items_expected_max() > 0 && arg.find('=') == std::string::npos;
+  };
+  size_t i = 1;
+  for (; i < args.size() && args[i] != "record"; ++i) {  // global options before the subcommand
+    const CLI::Option* o = option(args[i]);
+    if (o == nullptr) return args;  // not a record command line
+    if (takes_value(o, args[i])) ++i;
+  }
+  for (++i; i < args.size(); ++i) {
+    if (args[i] == "--") return args;
+    const CLI::Option* o = option(args[i]);
+    if (o == nullptr) {
+      args.insert(args.begin() + static_cast<std::ptrdiff_t>(i), "--");
+      return args;
+    }
+    if (takes_value(o, args[i])) ++i;
+  }
+  return args;
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -102,9 +138,15 @@ int run(int argc, char** argv) {
   Runner trace = register_trace(app, global);
   Runner report = register_report(app, global);
   Runner diagnose = register_diagnose(app, global);
+  Runner record = register_record(app, global);
 
+  std::vector<std::string> args =
+      separate_record_job(app, std::vector<std::string>(argv, argv + argc));
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : args)
+    arg_ptrs.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);  // prints help, or the message with a hint
     return rc == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
@@ -133,6 +175,7 @@ int run(int argc, char** argv) {
     if (app.got_subcommand("trace")) return trace();
     if (app.got_subcommand("report")) return report();
     if (app.got_subcommand("diagnose")) return diagnose();
+    if (app.got_subcommand("record")) return record();
     return static_cast<int>(ExitCode::kUsage);
   } catch (const BadValue& e) {
     std::cerr << "commtool: " << user_message(e) << "\n";

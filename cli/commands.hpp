@@ -18,6 +18,7 @@ Runner register_probe(CLI::App& app, const GlobalOptions& global);
 Runner register_trace(CLI::App& app, const GlobalOptions& global);
 Runner register_report(CLI::App& app, const GlobalOptions& global);
 Runner register_diagnose(CLI::App& app, const GlobalOptions& global);
+Runner register_record(CLI::App& app, const GlobalOptions& global);
 
 // Analyses a trace run (measured or loaded), prints it as --json/--output say, and writes the
 // Chrome trace to trace_file unless it is empty. Shared by trace and report.

@@ -23,6 +23,7 @@ std::string option_for_field(const std::string& field) {
       {"replicate", "--replicate"},
       {"ranks", "--ranks"},  // the expert-parallel size (--ranks of a dry run, else --devices)
       {"layer", "--layer"},
+      {"hang_timeout_s", "--hang-timeout"},  // tracing/record: the job's hang bound
   };
   auto it = kOptions.find(field);
   return it == kOptions.end() ? field : it->second;

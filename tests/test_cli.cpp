@@ -725,3 +725,32 @@ TEST(CliBeforeHardware, MemoryARequestWouldNeedIsBoundedAndRefused) {
 TEST(CliBeforeHardware, LatencyAloneIsNotHeldToTheSizesMemory) {
   expect_no_gpu_exit_3("probe --latency --size 64G");
 }
+
+// record: the job's command line needs no "--", its exit status is commtool's, and a job that
+// cannot start leaves nothing behind.
+TEST(CliRecord, TheJobsCommandLineAndExitStatusPassThrough) {
+  TempDir tmp;
+  const std::string dir = (tmp.path / "rec").string();
+  const Result r = run("record --out " + dir + " sh -c 'echo \"$0 $1\"; exit 7' -x --out");
+  EXPECT_EQ(r.code, 7) << r.out;
+  EXPECT_NE(r.out.find("-x --out"), std::string::npos) << r.out;  // the job's, not ours
+  EXPECT_TRUE(fs::exists(dir + "/record.json"));
+  EXPECT_TRUE(fs::is_directory(dir + "/procs"));
+
+  const std::string dir2 = (tmp.path / "rec2").string();
+  EXPECT_EQ(run("record --out " + dir2 + " -- sh -c 'kill -TERM $$'").code, 128 + 15);
+}
+
+TEST(CliRecord, AJobThatCannotStartIsUsageErrorAndLeavesNoDirectory) {
+  TempDir tmp;
+  const std::string dir = (tmp.path / "rec").string();
+  const Result r = run("record --out " + dir + " commtool-no-such-program");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("commtool-no-such-program"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_EQ(run("record --out " + dir).code, 2);  // no command at all
+  EXPECT_EQ(run("--json record --out " + dir + " -- true").code, 2);
+  EXPECT_EQ(run("record --out " + dir + " --kill-on-hang -- true").code, 2);
+  EXPECT_EQ(run("record --out " + dir + " --hang-timeout nan -- true").code, 2);
+  EXPECT_FALSE(fs::exists(dir));
+}

@@ -13,7 +13,9 @@
 #include <thread>
 
 #include "probes/base/error.hpp"
+#include "tracing/profiler/record_line.hpp"
 #include "tracing/record/job.hpp"
+#include "tracing/record/live_recording.hpp"
 #include "tracing/record/record_run.hpp"
 
 namespace fs = std::filesystem;
@@ -32,8 +34,9 @@ int wait_status(Job& job) {
 
 class TempDir {
  public:
-  TempDir() : path_(fs::temp_directory_path() / ("commtool-record-test-" + std::to_string(getpid()) +
-                                                 "-" + std::to_string(counter_++))) {
+  TempDir()
+      : path_(fs::temp_directory_path() / ("commtool-record-test-" + std::to_string(getpid()) +
+                                           "-" + std::to_string(counter_++))) {
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -49,11 +52,11 @@ class TempDir {
 struct FakeRecording {
   std::atomic<int> polls{0};
   std::atomic<uint64_t> completed{0};
-  uint64_t in_flight = 0;
+  std::atomic<uint64_t> in_flight{0};
   RecordHooks hooks() {
     return {[this] { ++polls; }, [this] { return completed.load(); },
-            [this] { return in_flight; },
-            [](int64_t) { return std::string("rank 1 never started AllReduce #7\n"); },
+            [this] { return in_flight.load(); },
+            [] { return std::string("rank 1 never started AllReduce #7\n"); },
             [] { return std::string("nothing recorded"); }};
   }
 };
@@ -87,7 +90,13 @@ ExitCode code_of(const RecordRequest& q) {
 TEST(RecordJob, FindsCommandsAsAShellDoes) {
   EXPECT_TRUE(find_executable("sh").has_value());
   EXPECT_FALSE(find_executable("commtool-no-such-command-here").has_value());
-  EXPECT_FALSE(find_executable("/etc/hostname").has_value());  // exists, not executable
+  TempDir tmp;
+  const fs::path plain = tmp.path() / "plain-file";
+  std::ofstream(plain) << "#!/bin/sh\n";
+  fs::permissions(plain, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_FALSE(find_executable(plain.string()).has_value());  // exists, not executable
+  fs::permissions(plain, fs::perms::owner_exec, fs::perm_options::add);
+  EXPECT_TRUE(find_executable(plain.string()).has_value());
   EXPECT_FALSE(find_executable("").has_value());
 }
 
@@ -117,7 +126,8 @@ TEST(RecordJob, AddsAndReplacesEnvironmentVariables) {
 TEST(RecordJob, AFileThatIsNoProgramIsBadUsageNamingIt) {
   TempDir tmp;
   const fs::path script = tmp.path() / "no-program";
-  std::ofstream(script) << "\x7f" "ELF but not really\n";
+  std::ofstream(script) << "\x7f"
+                           "ELF but not really\n";
   fs::permissions(script, fs::perms::owner_all);
   try {
     Job::start({script.string()}, {});
@@ -237,7 +247,8 @@ TEST(RecordRun, ProgressAfterAQuietSpellClearsTheHang) {
   rec.in_flight = 1;
   std::thread progress([&rec] {
     std::this_thread::sleep_for(600ms);  // well past the timeout: reported as a hang
-    rec.completed = 1;                   // then an operation completes after all
+    rec.in_flight = 0;                   // then the operation completes after all
+    rec.completed = 1;
   });
   const RecordOutcome o = run_recording(q, rec.hooks());
   progress.join();
@@ -292,10 +303,78 @@ TEST(RecordRun, SigusrOnePrintsWhereEveryRankStands) {
 TEST(RecordRun, AnUnrunnableCommandLeavesNoDirectory) {
   TempDir tmp;
   const fs::path fake = tmp.path() / "fake-program";
-  std::ofstream(fake) << "\x7f" "ELF?";
+  std::ofstream(fake) << "\x7f"
+                         "ELF?";
   fs::permissions(fake, fs::perms::owner_all);
   RecordRequest q = request(tmp, {fake.string()});
   FakeRecording rec;
   EXPECT_THROW(run_recording(q, rec.hooks()), Error);
   EXPECT_FALSE(fs::exists(q.out_dir));
+}
+
+// The watch loop's view of a real recording directory, as the plugin writes it.
+class LiveRecordingTest : public ::testing::Test {
+ protected:
+  void SetUp() override { fs::create_directories(tmp_.path() / "procs"); }
+  void append(const std::string& file, const nccl_profiler::RecordLine& line) {
+    std::ofstream(tmp_.path() / "procs" / file, std::ios::app)
+        << nccl_profiler::to_line(line) << "\n";
+  }
+  void append_raw(const std::string& file, const std::string& text) {
+    std::ofstream(tmp_.path() / "procs" / file, std::ios::app) << text;
+  }
+  static nccl_profiler::StartLine start(uint64_t index) {
+    nccl_profiler::StartLine s;
+    s.comm = 0xabcdef0123456789;
+    s.rank = 0;
+    s.index = index;
+    s.seq = index;
+    s.func = "AllReduce";
+    s.count = 256;
+    s.datatype = "ncclFloat32";
+    s.t_ns = 1000 + static_cast<int64_t>(index);
+    return s;
+  }
+  TempDir tmp_;
+};
+
+TEST_F(LiveRecordingTest, CountsOperationsInFlightAndEnded) {
+  nccl_profiler::ProcLine proc;
+  proc.pid = 42;
+  proc.host = "h";
+  append("h-42.jsonl", proc);
+  append("h-42.jsonl", nccl_profiler::CommLine{0xabcdef0123456789, 0, 2, 1, "", 900});
+  LiveRecording live(tmp_.path());
+  RecordHooks hooks = live.hooks();
+  hooks.poll();
+  EXPECT_EQ(hooks.in_flight(), 0u);
+  append("h-42.jsonl", start(0));
+  append("h-42.jsonl", start(1));
+  hooks.poll();
+  EXPECT_EQ(hooks.in_flight(), 2u);
+  EXPECT_EQ(hooks.completed(), 0u);
+  nccl_profiler::EndLine end;
+  end.op = start(0);
+  end.enqueue = {1000, 1100};
+  append("h-42.jsonl", end);
+  end.op = start(1);
+  end.complete = false;  // ended without its kernel seen: progress, not in flight
+  append("h-42.jsonl", end);
+  hooks.poll();
+  EXPECT_EQ(hooks.in_flight(), 0u);
+  EXPECT_EQ(hooks.completed(), 2u);
+  EXPECT_NE(hooks.summary().find("1 process(es)"), std::string::npos) << hooks.summary();
+}
+
+TEST_F(LiveRecordingTest, ABadRecordingStopsTheWatchNotTheJob) {
+  nccl_profiler::ProcLine proc;
+  proc.pid = 7;
+  append("h-7.jsonl", proc);
+  append("h-7.jsonl", start(0));
+  append_raw("h-7.jsonl", "{\"k\":\"start\",\"comm\":\"zz\"}\n");  // JSON, not a record line
+  LiveRecording live(tmp_.path());
+  RecordHooks hooks = live.hooks();
+  EXPECT_NO_THROW(hooks.poll());
+  EXPECT_NO_THROW(hooks.poll());
+  EXPECT_NE(hooks.standing().find("stopped being readable"), std::string::npos) << hooks.standing();
 }

@@ -90,8 +90,8 @@ Job Job::start(const std::vector<std::string>& argv, const EnvVars& extra) {
   if (argv.empty()) throw usage_error("record: no command given after --");
   const std::optional<std::string> program = find_executable(argv[0]);
   if (!program) {
-    throw usage_error(fmt::format("record: command {}: not found in PATH or not executable",
-                                  excerpt(argv[0])));
+    throw usage_error(
+        fmt::format("record: command {}: not found in PATH or not executable", excerpt(argv[0])));
   }
   // Built before fork: the child may only make async-signal-safe calls until it execs.
   std::vector<std::string> args = argv;
@@ -227,9 +227,8 @@ int Job::terminate_tree(std::chrono::duration<double> grace) {
   victims.push_back(pid_);
   for (pid_t p : victims)
     ::kill(p, SIGTERM);
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(grace);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(grace);
   auto any_alive = [&] {
     poll_exit();
     for (pid_t p : victims) {

@@ -10,13 +10,13 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "probes/base/error.hpp"
 #include "probes/base/output_file.hpp"
 #include "probes/base/workers/signal_trap.hpp"
 #include "tracing/profiler/record_line.hpp"
 #include "tracing/record/job.hpp"
+#include "tracing/record/recording_meta.hpp"
 #include "tracing/trace/trace_run.hpp"
 
 namespace commtool::record {
@@ -24,12 +24,11 @@ namespace commtool::record {
 namespace {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-constexpr auto kTick = 100ms;              // how often the recording is read
-constexpr auto kKillGrace = 10s;           // SIGTERM to SIGKILL, for --kill-on-hang
+constexpr auto kTick = 100ms;     // how often the recording is read
+constexpr auto kKillGrace = 10s;  // SIGTERM to SIGKILL, for --kill-on-hang
 constexpr double kMaxHangTimeoutS = 7 * 86400.0;
 
 int64_t clock_ns(clockid_t id) {
@@ -43,56 +42,48 @@ std::string host_name() {
   return ::gethostname(name, sizeof name - 1) == 0 ? name : "";
 }
 
-// record.json: what a reader of the directory needs besides the processes' own files.
+// record.json (recording_meta.hpp), rewritten whole at every change.
 class Meta {
  public:
   Meta(const RecordRequest& q, std::string path) : path_(std::move(path)) {
-    doc_ = {{"schema_version", 1},
-            {"kind", "commtool-record"},
-            {"commtool_version", q.commtool_version},
-            {"host", host_name()},
-            {"command", q.command},
-            {"started_at", tracing::utc_now_iso8601()},
-            {"started_realtime_ns", clock_ns(CLOCK_REALTIME)},
-            {"started_monotonic_ns", clock_ns(CLOCK_MONOTONIC)},
-            {"hang_timeout_s", q.hang_timeout_s ? json(*q.hang_timeout_s) : json(nullptr)},
-            {"kill_on_hang", q.kill_on_hang},
-            {"cupti", false},
-            {"plugin", q.plugin},
-            {"ended", nullptr},
-            {"hang", nullptr}};
+    m_.commtool_version = q.commtool_version;
+    m_.host = host_name();
+    m_.command = q.command;
+    m_.started_at = tracing::utc_now_iso8601();
+    m_.started_realtime_ns = clock_ns(CLOCK_REALTIME);
+    m_.started_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+    m_.hang_timeout_s = q.hang_timeout_s;
+    m_.kill_on_hang = q.kill_on_hang;
+    m_.plugin = q.plugin;
     write();
   }
   void hang(double quiet_s) {
-    doc_["hang"] = {{"detected_at", tracing::utc_now_iso8601()},
-                    {"monotonic_ns", clock_ns(CLOCK_MONOTONIC)},
-                    {"quiet_s", quiet_s}};
+    m_.hang = RecordingHang{tracing::utc_now_iso8601(), clock_ns(CLOCK_MONOTONIC), quiet_s};
     write();
   }
   void resumed() {
-    doc_["hang"] = nullptr;
+    m_.hang.reset();
     write();
   }
   void ended(const Job& job, const RecordOutcome& o) {
-    doc_["ended"] = {{"at", tracing::utc_now_iso8601()},
-                     {"wall_s", o.wall_s},
-                     {"exit_code", job.exit_code() ? json(*job.exit_code()) : json(nullptr)},
-                     {"signal", job.signal_number() ? json(*job.signal_number()) : json(nullptr)},
-                     {"killed_by_commtool", o.killed_by_commtool}};
+    m_.ended = RecordingEnd{tracing::utc_now_iso8601(), o.wall_s, job.exit_code(),
+                            job.signal_number(), o.killed_by_commtool};
     write();
   }
 
  private:
-  void write() { files::write_atomically(path_, doc_.dump(2) + "\n", "recording's record.json"); }
+  void write() {
+    files::write_atomically(path_, to_json(m_).dump(2) + "\n", "recording's record.json");
+  }
   std::string path_;
-  json doc_;
+  RecordingMeta m_;
 };
 
 // Prints where every rank stands and keeps a copy in the recording.
 void report_standing(const RecordRequest& q, const RecordHooks& hooks, int& snapshots,
                      const std::string& why) {
   hooks.poll();
-  const std::string text = hooks.standing(clock_ns(CLOCK_MONOTONIC));
+  const std::string text = hooks.standing();
   const std::string file = fmt::format("{}/standing-{}.txt", q.out_dir, ++snapshots);
   std::cerr << "commtool record: " << why << "\n" << text << "(saved in " << file << ")\n";
   try {
@@ -106,13 +97,13 @@ void make_directory(const std::string& dir) {
   std::error_code ec;
   fs::create_directory(dir, ec);
   if (ec) {
-    throw usage_error(fmt::format("--out {}: cannot create the directory: {}", excerpt(dir),
-                                  ec.message()));
+    throw usage_error(
+        fmt::format("--out {}: cannot create the directory: {}", excerpt(dir), ec.message()));
   }
   fs::create_directory(fs::path(dir) / "procs", ec);
   if (ec) {
-    throw usage_error(fmt::format("--out {}: cannot create procs/ in it: {}", excerpt(dir),
-                                  ec.message()));
+    throw usage_error(
+        fmt::format("--out {}: cannot create procs/ in it: {}", excerpt(dir), ec.message()));
   }
 }
 
@@ -154,11 +145,12 @@ void check_request(const RecordRequest& q) {
     }
   }
   if (q.plugin.empty() || !fs::is_regular_file(q.plugin, ec)) {
-    throw Error(ExitCode::kEnvironment,
-                fmt::format("record: commtool's NCCL profiler plugin {} is missing; install it "
-                            "beside commtool (lib/commtool/) or name it in "
-                            "COMMTOOL_PROFILER_PLUGIN",
-                            q.plugin.empty() ? "(libcommtool_nccl_profiler.so)" : excerpt(q.plugin)));
+    throw Error(
+        ExitCode::kEnvironment,
+        fmt::format("record: commtool's NCCL profiler plugin {} is missing; install it "
+                    "beside commtool (lib/commtool/) or name it in "
+                    "COMMTOOL_PROFILER_PLUGIN",
+                    q.plugin.empty() ? "(libcommtool_nccl_profiler.so)" : excerpt(q.plugin)));
   }
 }
 
@@ -179,7 +171,7 @@ RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
   workers::SignalTrap trap({SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1});
   const bool dir_existed = fs::exists(q.out_dir);
   make_directory(q.out_dir);
-  const std::string meta_path = (fs::path(q.out_dir) / "record.json").string();
+  const std::string meta_path = (fs::path(q.out_dir) / kRecordingMetaFile).string();
   Meta meta(q, meta_path);
   const auto started = Clock::now();
   Job job;

@@ -3,7 +3,8 @@
 // when the job stops making progress. The recording directory:
 //
 //   DIR/record.json                 what was run, when, by which commtool; how it ended
-//                                   (written at the start, rewritten whole at a hang and at the end)
+//                                   (written at the start, rewritten whole at a hang and at the
+//                                   end)
 //   DIR/procs/<host>-<pid>.jsonl    one file per process, written by the plugin
 //                                   (tracing/profiler/record_line.hpp)
 //   DIR/standing-<n>.txt            where every rank stood, at a hang or on SIGUSR1
@@ -23,27 +24,27 @@
 namespace commtool::record {
 
 struct RecordRequest {
-  std::vector<std::string> command;     // the job: argv
-  std::string out_dir;                  // must not exist, or be an empty directory
+  std::vector<std::string> command;      // the job: argv
+  std::string out_dir;                   // must not exist, or be an empty directory
   std::optional<double> hang_timeout_s;  // no operation completed for this long: a hang
-  bool kill_on_hang = false;            // then end the job (SIGTERM, then SIGKILL)
-  std::string plugin;                   // the profiler plugin library, an absolute path
+  bool kill_on_hang = false;             // then end the job (SIGTERM, then SIGKILL)
+  std::string plugin;                    // the profiler plugin library, an absolute path
   std::string commtool_version;
 };
 
 // What the loop asks of the growing recording. Kept as functions so that this layer does not
 // depend on the analysis that answers them (reports/record).
 struct RecordHooks {
-  std::function<void()> poll;                 // read what the processes have written since
-  std::function<uint64_t()> completed;        // operations ended so far, over every process
-  std::function<uint64_t()> in_flight;        // operations started and not yet ended
-  std::function<std::string(int64_t now_monotonic_ns)> standing;  // where every rank stands
-  std::function<std::string()> summary;       // one paragraph for the end of the run
+  std::function<void()> poll;             // read what the processes have written since
+  std::function<uint64_t()> completed;    // operations ended so far, over every process
+  std::function<uint64_t()> in_flight;    // operations started and not yet ended
+  std::function<std::string()> standing;  // where every rank stands, now
+  std::function<std::string()> summary;   // one paragraph for the end of the run
 };
 
 struct RecordOutcome {
-  int status = 0;          // the job's, as a shell reports it
-  std::string how_ended;   // "exited with status 0"
+  int status = 0;         // the job's, as a shell reports it
+  std::string how_ended;  // "exited with status 0"
   bool hang_detected = false;
   bool killed_by_commtool = false;
   double wall_s = 0;

@@ -1,0 +1,102 @@
+// commtool record [--out DIR] [--hang-timeout S [--kill-on-hang]] -- CMD ...: runs an
+// unmodified job under commtool's NCCL profiler plugin (tracing/record/record_run) and, while it
+// runs, reads the recording with the reader and standing rules `commtool report DIR` uses
+// (tracing/record/live_recording) to say where every rank stands when it stops making
+// progress.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <ctime>
+#include <iostream>
+#include <memory>
+
+#include "build_info.hpp"
+#include "cli/commands.hpp"
+#include "probes/base/error.hpp"
+#include "tracing/record/live_recording.hpp"
+#include "tracing/record/record_run.hpp"
+#include "tracing/trace/trace_plan.hpp"
+
+namespace commtool::cli {
+
+namespace {
+
+struct RecordOptions {
+  std::vector<std::string> command;
+  std::string out_dir;
+  double hang_timeout_s = 0;
+  bool kill_on_hang = false;
+};
+
+std::string default_out_dir() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char name[64];
+  std::strftime(name, sizeof name, "commtool-record-%Y%m%d-%H%M%S", &utc);
+  return name;
+}
+
+int run_record_command(const GlobalOptions& global, const RecordOptions& o, CLI::App& cmd,
+                       bool hang_timeout_given) {
+  if (global.json || !global.output.empty()) {
+    throw usage_error(
+        "record prints no report of its own (the job's output is the job's); analyse the "
+        "recording with commtool report DIR, which takes --json and --output");
+  }
+  record::RecordRequest q;
+  // The job's argv: what the positional took, then what CLI11 left over from the first
+  // argument that is not ours on (prefix_command), less a "--" it kept.
+  q.command = o.command;
+  for (const std::string& arg : cmd.remaining()) {
+    if (!(q.command.empty() && arg == "--")) q.command.push_back(arg);
+  }
+  q.out_dir = o.out_dir.empty() ? default_out_dir() : o.out_dir;
+  if (hang_timeout_given) q.hang_timeout_s = o.hang_timeout_s;
+  q.kill_on_hang = o.kill_on_hang;
+  q.plugin = tracing::find_profiler_plugin("/proc/self/exe");
+  q.commtool_version = fmt::format("{} (git {})", build_info::kVersion, build_info::kGitCommit);
+  record::check_request(q);
+
+  record::LiveRecording live(q.out_dir);
+  const record::RecordOutcome outcome = record::run_recording(q, live.hooks());
+  std::cerr << fmt::format("commtool record: the job {} after {:.1f} s. {}\n", outcome.how_ended,
+                           outcome.wall_s, live.summary());
+  std::cerr << fmt::format(
+      "commtool record: the recording is in {}; analyse it with: commtool "
+      "report {}\n",
+      q.out_dir, q.out_dir);
+  return outcome.status;
+}
+
+}  // namespace
+
+Runner register_record(CLI::App& app, const GlobalOptions& global) {
+  auto o = std::make_shared<RecordOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "record",
+      "Run a job unchanged (torchrun, python, mpirun ...) and record every NCCL operation of "
+      "every process it starts; name the rank that hangs. Give the command after --");
+  cmd->prefix_command();  // everything from the first argument that is not ours is the job's
+  cmd->add_option("command", o->command,
+                  "The job and its arguments, after --, passed unchanged (the exit status is "
+                  "the job's)")
+      ->type_name("-- CMD [ARG...]");
+  cmd->add_option("--out", o->out_dir,
+                  "The recording's directory: new, or empty (default "
+                  "commtool-record-<UTC date-time> here)")
+      ->check(non_empty_path())
+      ->type_name("DIR");
+  CLI::Option* hang = cmd->add_option("--hang-timeout", o->hang_timeout_s,
+                                      "Say where every rank stands when no NCCL operation has "
+                                      "completed for SEC seconds while some are in flight")
+                          ->check(finite_number())
+                          ->type_name("SEC");
+  cmd->add_flag("--kill-on-hang", o->kill_on_hang,
+                "Then end the job (SIGTERM to it and every process it started, SIGKILL 10 s "
+                "later); without it the job is left running");
+  return
+      [&global, o, cmd, hang] { return run_record_command(global, *o, *cmd, hang->count() > 0); };
+}
+
+}  // namespace commtool::cli

@@ -1,0 +1,82 @@
+#include "tracing/record/live_recording.hpp"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <iostream>
+
+#include "probes/base/error.hpp"
+#include "tracing/record/standing.hpp"
+
+namespace commtool::record {
+
+namespace {
+
+int64_t wall_now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+LiveRecording::LiveRecording(const std::filesystem::path& dir)
+    : reader_(dir, Retention::kStanding) {}
+
+void LiveRecording::poll() {
+  if (!broken_.empty()) return;
+  try {
+    reader_.poll();
+  } catch (const Error& e) {
+    broken_ = e.what();
+    std::cerr << "commtool record: the recording cannot be read as it grows (" << broken_
+              << "); hangs are no longer watched for, the job runs on\n";
+  }
+}
+
+uint64_t LiveRecording::ended() const {
+  uint64_t n = 0;
+  for (const ProcessRecord& p : reader_.recording().processes) {
+    for (const RankRecord& r : p.ranks)
+      n += r.completed + r.unverified;
+  }
+  return n;
+}
+
+uint64_t LiveRecording::in_flight() const {
+  uint64_t n = 0;
+  for (const ProcessRecord& p : reader_.recording().processes) {
+    for (const RankRecord& r : p.ranks)
+      n += r.in_flight.size();
+  }
+  return n;
+}
+
+std::string LiveRecording::standing() const {
+  const Standing s = where_everyone_stands(reader_.recording(), {.now_wall_ns = wall_now_ns()});
+  std::string text = render_standing_text(s);
+  if (!broken_.empty()) {
+    text += fmt::format("(the recording stopped being readable: {})\n", broken_);
+  }
+  return text;
+}
+
+std::string LiveRecording::summary() const {
+  const Recording& rec = reader_.recording();
+  size_t ranks = 0;
+  for (const ProcessRecord& p : rec.processes)
+    ranks += p.ranks.size();
+  if (rec.processes.empty()) {
+    return "No process of the job loaded NCCL with the plugin: nothing was recorded.";
+  }
+  return fmt::format("{} process(es) recorded {} communicator rank(s) and {} operation(s){}.",
+                     rec.processes.size(), ranks, ended(),
+                     in_flight() > 0 ? fmt::format(", {} never ended", in_flight()) : "");
+}
+
+RecordHooks LiveRecording::hooks() {
+  return {[this] { poll(); }, [this] { return ended(); }, [this] { return in_flight(); },
+          [this] { return standing(); }, [this] { return summary(); }};
+}
+
+}  // namespace commtool::record

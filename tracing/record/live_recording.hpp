@@ -1,0 +1,35 @@
+// The recording as `commtool record` watches it while the job runs: a RecordingReader that keeps
+// only what the hang view needs (bounded memory however long the job runs), answering the watch
+// loop's questions (record_run.hpp's RecordHooks).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "tracing/record/record_run.hpp"
+#include "tracing/record/recording.hpp"
+
+namespace commtool::record {
+
+class LiveRecording {
+ public:
+  explicit LiveRecording(const std::filesystem::path& dir);
+
+  // Reads what the processes wrote since the last call. A recording that turns out to be bad
+  // input (a line the reader refuses) is the plugin's failure, not the job's: it is said once
+  // on standard error and watching stops; the job runs on.
+  void poll();
+  uint64_t ended() const;      // operations ended, verified or not, over every process
+  uint64_t in_flight() const;  // operations started and not ended
+  std::string standing() const;
+  std::string summary() const;
+
+  // The hooks for run_recording; they refer to this object, which must outlive the run.
+  RecordHooks hooks();
+
+ private:
+  RecordingReader reader_;
+  std::string broken_;  // why watching stopped, when it did
+};
+
+}  // namespace commtool::record
