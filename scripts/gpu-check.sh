@@ -2,13 +2,17 @@
 # Everything the GPU machine owes in one go: the GPU tests (with several ranks on one GPU through
 # gpu-multirank.sh), the topo report in every format, a
 # check that the binary built on Debian 12 finds all its libraries there, topo's speed beside
-# `nvidia-smi topo -m`, the benchmarks (bench-probe.sh, bench-trace.sh, bench-ep.sh), a
-# sysfs capture and NCCL's own topology dump of the machine. Full logs
+# `nvidia-smi topo -m`, the benchmarks (bench-probe.sh, bench-trace.sh, bench-ep.sh),
+# `commtool record` against a real PyTorch job (gpu-record.sh), a sysfs capture and NCCL's own
+# topology dump of the machine. Full logs
 # go to $OUT (or the directory given); a short table is printed last.
-#   scripts/gpu-check.sh [OUT_DIR]          (after building here: cmake --preset release ...)
+#   scripts/gpu-check.sh [OUT_DIR] [ANCHORS_DIR]   (after building here: cmake --preset release ...)
+# ANCHORS_DIR holds the prebuilt nccl-tests binaries that gpu-record.sh records as a job that is
+# not PyTorch; without it that step is left out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-gpu-check-out}}
+anchors=${2:-${ANCHORS:-}}
 mkdir -p "$out"
 log="$out/log.txt"
 : > "$log"
@@ -47,6 +51,7 @@ step bench bash -c "scripts/bench-probe.sh /tmp/bench > $out/bench.txt"
 step bench-trace bash -c "scripts/bench-trace.sh $out/trace > $out/bench-trace.txt"
 step bench-ep bash -c "scripts/bench-ep.sh $out/ep > $out/bench-ep.txt"
 step diagnose-allreduce "$bin" diagnose allreduce --plot "$out/allreduce.svg" --output "$out/allreduce.txt"
+step record bash -c "scripts/gpu-record.sh $out/record '$anchors' > $out/record.txt"
 step ipc-sanitizers bash -c "for tool in memcheck racecheck synccheck; do COMMTOOL_NO_START_GATE=1 compute-sanitizer --target-processes all --tool \$tool --error-exitcode 9 build/tests/gpu_tests --gtest_filter=GpuIpcAllReduce.TwoProcessesOnOneGpu || exit 1; done"
 
 # NCCL's own view, from a one-rank communicator, read back by commtool.
@@ -84,7 +89,7 @@ cat /tmp/topo-verbose.txt >> "$log" 2>/dev/null
 
 echo
 echo "== gpu-check summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests multirank probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-ep diagnose-allreduce ipc-sanitizers nccl-dump topo-nccl-xml capture topo-capture; do
+for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests multirank probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-ep diagnose-allreduce record ipc-sanitizers nccl-dump topo-nccl-xml capture topo-capture; do
   printf '  %-14s %s\n' "$k" "${result[$k]:-not run}"
 done
 echo
@@ -97,6 +102,8 @@ echo
 cat "$out/bench-ep.txt" 2>/dev/null
 echo
 cat "$out/multirank.txt" 2>/dev/null
+echo
+cat "$out/record.txt" 2>/dev/null
 fails=0
 for v in "${result[@]}"; do [[ $v == ok ]] || fails=1; done
 exit $fails

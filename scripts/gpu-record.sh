@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# `commtool record` on the GPU machine, against a real PyTorch job (tests/torch/collectives.py):
+# 1, 2 and 4 ranks on one GPU (our launcher and torchrun), each recording checked against what
+# the program issued and timed itself (tests/torch/check_recording.py) and analysed by
+# `commtool report`; a hang injected on purpose (named, then ended only with --kill-on-hang);
+# a job that is not PyTorch (nccl-tests, the system's NCCL) recorded too; and the plugin's cost:
+# the job's wall time with and without `record`, alternating. Logs in OUT_DIR; a table last.
+#   scripts/gpu-record.sh [OUT_DIR] [ANCHORS_DIR]      (after building here)
+# ANCHORS_DIR: prebuilt nccl-tests (all_reduce_perf); without it that step is not run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=$(realpath -m "${1:-${OUT:-gpu-record-out}}")
+anchors=${2:-${ANCHORS:-}}
+mkdir -p "$out"
+log="$out/record.log"
+: > "$log"
+bin=$(pwd)/build/cli/commtool
+job=(python3 "$(pwd)/tests/torch/collectives.py")
+declare -A result
+order=()
+step() {  # step NAME COMMAND...: runs it, logs it, records pass/fail
+  local name=$1; shift
+  order+=("$name")
+  echo "=== $name: $*" >> "$log"
+  if "$@" >> "$log" 2>&1; then result[$name]=ok; else result[$name]="FAILED (rc $?)"; fi
+}
+recorded() {  # recorded NAME RANKS -- JOB...: record the job, check it, report it
+  local name=$1 ranks=$2; shift 3
+  rm -rf "$out/$name" "$out/$name-truth"
+  step "$name" "$bin" record --out "$out/$name" -- "$@" --results "$out/$name-truth"
+  step "$name-check" python3 tests/torch/check_recording.py "$out/$name" "$out/$name-truth" --ranks "$ranks"
+  step "$name-report" bash -c "'$bin' report '$out/$name' > '$out/$name-report.txt' && '$bin' report '$out/$name' --json > '$out/$name-report.json' && '$bin' report '$out/$name' --trace '$out/$name-trace.json' > /dev/null"
+}
+
+export NCCL_NVLS_ENABLE=0
+recorded r1 1 -- "${job[@]}" --iters 5
+recorded r2 2 -- "${job[@]}" --nproc 2 --iters 5
+recorded r4 4 -- python3 -m torch.distributed.run --nproc-per-node 4 --master-port 29561 \
+  "$(pwd)/tests/torch/collectives.py" --iters 3 --sizes 1024,1048576
+
+# A hang on purpose: rank 1 skips its 4th all_reduce and sleeps. Named within the timeout, and
+# the job killed because asked; then the same without --kill-on-hang: named, left to end itself
+# (rank 1 wakes after 12 s and exits 3; the launcher ends rank 0).
+rm -rf "$out/hang-kill" "$out/hang-left"
+step hang-kill bash -c "'$bin' record --out '$out/hang-kill' --hang-timeout 5 --kill-on-hang -- ${job[*]} --nproc 2 --funcs all_reduce --sizes 1048576 --modes sync --iters 8 --hang-rank 1 --hang-at 3 2> '$out/hang-kill.err'; rc=\$?; cat '$out/hang-kill.err'; test \$rc -ne 0 && grep -q 'looks hung' '$out/hang-kill.err'"
+step hang-kill-report bash -c "'$bin' report '$out/hang-kill' | tee '$out/hang-kill-report.txt' | grep -Ei 'rank 1'"
+step hang-left bash -c "'$bin' record --out '$out/hang-left' --hang-timeout 4 -- ${job[*]} --nproc 2 --funcs all_reduce --sizes 1048576 --modes sync --iters 8 --hang-rank 1 --hang-at 3 --hang-sleep 12 2> '$out/hang-left.err'; rc=\$?; cat '$out/hang-left.err'; test \$rc -eq 3 && grep -q 'left running' '$out/hang-left.err'"
+
+# Not PyTorch: nccl-tests against the system's NCCL (2.28.3), one process, one GPU.
+if [[ -x $anchors/all_reduce_perf ]]; then
+  rm -rf "$out/nccl-tests"
+  step nccl-tests bash -c "'$bin' record --out '$out/nccl-tests' -- '$anchors/all_reduce_perf' -b 8 -e 1M -f 4 -g 1 -n 5 -w 1 && ls '$out/nccl-tests/procs' && '$bin' report '$out/nccl-tests' > '$out/nccl-tests-report.txt'"
+else
+  order+=(nccl-tests); result[nccl-tests]="not run (no ANCHORS_DIR with all_reduce_perf)"
+fi
+
+# The plugin's cost: the job's own wall time (its ops, excluding Python start-up) and the whole
+# command's, without and with record, alternating, 5 pairs each.
+python3 - "$bin" "$out" >> "$out/cost.txt" 2>> "$log" <<'PY'
+import json, os, shutil, statistics, subprocess, sys, time
+bin, out = sys.argv[1], sys.argv[2]
+job = ["python3", "tests/torch/collectives.py", "--funcs", "all_reduce", "--modes", "sync",
+       "--sizes", "1024,1048576,16777216", "--iters", "50"]
+def once(ranks, rec, i):
+    res = f"{out}/cost-res"
+    shutil.rmtree(res, ignore_errors=True)
+    cmd = job + (["--nproc", str(ranks)] if ranks > 1 else []) + ["--results", res]
+    if rec:
+        d = f"{out}/cost-rec"
+        shutil.rmtree(d, ignore_errors=True)
+        cmd = [bin, "record", "--out", d, "--"] + cmd
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    assert r.returncode == 0, r.stderr[-2000:]
+    inner = max(json.load(open(f"{res}/{f}"))["wall_s"] for f in os.listdir(res))
+    return wall, inner
+print(f"{'ranks':>5} {'what':10} {'without s':>18} {'with record s':>18} {'ratio':>6}")
+for ranks in (1, 2):
+    rows = {False: [], True: []}
+    for i in range(5):
+        for rec in (False, True):
+            rows[rec].append(once(ranks, rec, i))
+    for k, what in ((1, "job's ops"), (0, "command")):
+        a = [x[k] for x in rows[False]]; b = [x[k] for x in rows[True]]
+        ma, mb = statistics.median(a), statistics.median(b)
+        print(f"{ranks:5d} {what:10} {ma:8.3f} [{min(a):.3f}-{max(a):.3f}] {mb:8.3f} [{min(b):.3f}-{max(b):.3f}] {mb / ma:6.3f}")
+PY
+result[cost]=$([[ -s $out/cost.txt ]] && echo ok || echo FAILED)
+order+=(cost)
+
+echo "== gpu-record summary ($(date -u +%Y-%m-%dT%H:%MZ), $(git rev-parse --short HEAD 2>/dev/null))"
+fails=0
+for k in "${order[@]}"; do
+  printf '  %-20s %s\n' "$k" "${result[$k]}"
+  [[ ${result[$k]} == ok ]] || fails=1
+done
+echo "-- plugin cost (median [min-max] of 5, alternating; ranks share one GPU at 2)"
+cat "$out/cost.txt"
+for f in r2 r4; do
+  echo "-- $f check"; grep -E '^(FAIL|ok)' "$log" | head -0; sed -n '/=== '"$f"'-check/,/=== /p' "$log" | grep -E 'FAIL|function|AllReduce|all_reduce|passed|failed' | head -30
+done
+exit $fails
