@@ -316,11 +316,16 @@ bool is_recording(const std::string& dir) {
 int report_recording(const GlobalOptions& global, const std::string& dir,
                      const std::string& trace_file) {
   const record::Recording rec = record::load_recording(dir);
+  // Paths (the directory, the processes' files) need not be UTF-8; JSON text must be.
+  const auto json_text = [](const nlohmann::json& j, int indent) {
+    return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  };
   if (!trace_file.empty()) {
-    files::write_atomically(trace_file, reports::recording_to_chrome(rec).dump() + "\n", "--trace");
+    files::write_atomically(trace_file, json_text(reports::recording_to_chrome(rec), -1),
+                            "--trace");
   }
   const reports::RecordingReport report = reports::analyse_recording(rec);
-  emit(global, global.json ? reports::recording_to_json(report).dump(2) + "\n"
+  emit(global, global.json ? json_text(reports::recording_to_json(report), 2)
                            : reports::render_recording_text(report));
   return 0;
 }
