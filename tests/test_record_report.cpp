@@ -148,6 +148,23 @@ TEST(RecordReport, SizesFollowNcclTestsAndUnknownTypesHaveNoBusbw) {
             "RING/SIMPLE, 2 ch x2; RING/LL, 2 ch x1");  // most common first
 }
 
+TEST(RecordReport, UnverifiedOperationsAreCountedButNotTimed) {
+  RecordingDir dir;
+  const auto s0 = start_line(kComm, 0, 0, kMono0);
+  auto gave_up = end_line(start_line(kComm, 0, 1, kMono0), kMono0, 5 * kUs, 0, 0, false);
+  gave_up.enqueue.end_ns = gave_up.enqueue.start_ns;  // the plugin stopped before NCCL did
+  dir.append("a.jsonl", lines_of({proc_line(1), end_line(s0, kMono0, 100 * kUs), gave_up}));
+  const RecordingReport report = analyse_recording(load_recording(dir.path));
+  ASSERT_EQ(report.ops.size(), 1u);
+  const OpRow& row = report.ops[0];
+  EXPECT_EQ(row.operations, 2);
+  EXPECT_EQ(row.unverified, 1);
+  EXPECT_EQ(row.enqueue_us.n, 1);
+  EXPECT_DOUBLE_EQ(row.enqueue_us.min, 13);
+  EXPECT_EQ(row.gpu_us.n, 1);
+  EXPECT_DOUBLE_EQ(row.gpu_us.median, 100);
+}
+
 TEST(RecordReport, AHangIsTheVerdictAndTheStandingIsTakenWhenItWasSeen) {
   const RecordingReport report = analyse_recording(load_recording(kFixtures / "hang_rank3"));
   EXPECT_EQ(report.verdict, Verdict::kHang);

@@ -115,16 +115,17 @@ struct CommStarts {
 
 void add_operation(RowData& d, const EndLine& e) {
   ++d.row.rank_operations;
-  if (!e.complete) ++d.row.unverified;
+  ++d.ways[tracing::NcclWay{e.algo, e.proto, e.channels, 0}];
+  double& slowest = d.slowest_gpu_us.try_emplace(e.op.index, -1.0).first->second;
+  // An unverified operation's times are partial (its enqueue [start, start] when the plugin
+  // gave up first, GPU time only of the channels that reported): counted, never timed.
+  if (!e.complete) {
+    ++d.row.unverified;
+    return;
+  }
   if (e.api) d.api.push_back(us(e.api->end_ns - e.api->start_ns));
   d.enqueue.push_back(us(e.enqueue.end_ns - e.enqueue.start_ns));
-  if (e.gpu && e.complete) {
-    double& slowest = d.slowest_gpu_us[e.op.index];
-    slowest = std::max(slowest, us(e.gpu->end_ns - e.gpu->start_ns));
-  } else {
-    d.slowest_gpu_us.try_emplace(e.op.index, -1.0);  // counted, with no GPU time
-  }
-  ++d.ways[tracing::NcclWay{e.algo, e.proto, e.channels, 0}];
+  if (e.gpu) slowest = std::max(slowest, us(e.gpu->end_ns - e.gpu->start_ns));
 }
 
 OpRow finish_row(RowData& d) {

@@ -76,9 +76,10 @@ struct OpRow {
   int operations = 0;             // distinct operations (by index)
   int rank_operations = 0;        // end lines
   int unverified = 0;             // of those, ended without the kernel seen to finish
-  measure::Summary api_us;        // the application's NCCL call, host, every rank's
-  measure::Summary enqueue_us;    // NCCL planning and launching it, host, every rank's
-  measure::Summary gpu_us;        // first channel start to last stop, each op at its slowest rank
+  // Times of the verified (complete) operations only: an unverified one's are partial.
+  measure::Summary api_us;      // the application's NCCL call, host, every rank's
+  measure::Summary enqueue_us;  // NCCL planning and launching it, host, every rank's
+  measure::Summary gpu_us;      // first channel start to last stop, each op at its slowest rank
   std::optional<double> busbw_gbps;  // from gpu_us's median, nccl-tests' factor
   tracing::NcclChoice nccl;          // most common way first
 };

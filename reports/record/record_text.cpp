@@ -122,7 +122,8 @@ std::string op_table(const RecordingReport& r) {
   return "Operations per communicator, function and size (median [min-max] in us. api: the "
          "application's NCCL call and enqueue: NCCL planning and launching it, host clock, every "
          "rank's; GPU: first channel start to last stop, GPU clock, each operation at its slowest "
-         "rank; busbw from the GPU median with nccl-tests' factor)\n" +
+         "rank; busbw from the GPU median with nccl-tests' factor. Unverified: ended without every "
+         "channel seen to finish, counted but not timed)\n" +
          (t.empty() ? "  no operation ended\n" : t.render());
 }
 
