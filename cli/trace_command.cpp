@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -14,7 +15,9 @@
 #include "probes/base/measure/memory_limit.hpp"
 #include "probes/base/output_file.hpp"
 #include "probes/base/workers/placement.hpp"
+#include "reports/record/record_report.hpp"
 #include "reports/trace/trace_report.hpp"
+#include "tracing/record/recording.hpp"
 #include "tracing/trace/record_io.hpp"
 #include "tracing/trace/trace_analysis.hpp"
 #include "tracing/trace/trace_plan.hpp"
@@ -297,12 +300,46 @@ Runner register_trace(CLI::App& app, const GlobalOptions& global) {
   return [&global, o] { return run_trace_command(global, *o); };
 }
 
+namespace {
+
+// A recording (commtool record) has record.json, written before the job starts, and procs/;
+// a saved trace run has run.json.
+bool is_recording(const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::path root(dir);
+  return std::filesystem::exists(root / record::kRecordingMetaFile, ec) ||
+         std::filesystem::is_directory(root / "procs", ec);
+}
+
+// A recording is reported whatever it shows: a hang in it is what was recorded, not a failure
+// of the report (exit 0); only unreadable input is exit 2.
+int report_recording(const GlobalOptions& global, const std::string& dir,
+                     const std::string& trace_file) {
+  const record::Recording rec = record::load_recording(dir);
+  // Paths (the directory, the processes' files) need not be UTF-8; JSON text must be.
+  const auto json_text = [](const nlohmann::json& j, int indent) {
+    return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  };
+  if (!trace_file.empty()) {
+    files::write_atomically(trace_file, json_text(reports::recording_to_chrome(rec), -1),
+                            "--trace");
+  }
+  const reports::RecordingReport report = reports::analyse_recording(rec);
+  emit(global, global.json ? json_text(reports::recording_to_json(report), 2)
+                           : reports::render_recording_text(report));
+  return 0;
+}
+
+}  // namespace
+
 Runner register_report(CLI::App& app, const GlobalOptions& global) {
   auto dir = std::make_shared<std::string>();
   auto trace_file = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
-      "report", "Re-analyse a run saved with commtool trace --save DIR; no GPU needed");
-  cmd->add_option("dir", *dir, "The directory trace --save wrote")
+      "report",
+      "Re-analyse a run saved with commtool trace --save DIR, or a recording of commtool "
+      "record; no GPU needed");
+  cmd->add_option("dir", *dir, "The directory trace --save or record wrote")
       ->check(non_empty_path())
       ->required();
   cmd->add_option("--trace", *trace_file, "Write a Chrome/Perfetto trace (JSON) to FILE")
@@ -310,6 +347,7 @@ Runner register_report(CLI::App& app, const GlobalOptions& global) {
       ->type_name("FILE");
   return [&global, dir, trace_file] {
     if (!trace_file->empty()) files::check_writable(*trace_file, "--trace");
+    if (is_recording(*dir)) return report_recording(global, *dir, *trace_file);
     return report_run(global, tracing::load_run(*dir), *trace_file);
   };
 }

@@ -329,6 +329,31 @@ TEST(CliReport, TraceFileHasTheRanksTracksAndFlowArrows) {
   EXPECT_TRUE(contains(text, "\"ph\":\"f\"")) << "no flow arrow ends";
 }
 
+TEST(CliReport, ARecordingWritesItsTraceAndAHungOneIsStillExitZero) {
+  TempDir dir;
+  const fs::path file = dir.path / "trace.json";
+  const std::string rec = std::string(COMMTOOL_FIXTURES_DIR) + "/recordings/hang_rank3";
+  Result r = run("report " + rec + " --trace " + file.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "HANG: ")) << r.out;
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* track : {"\"node-a pid 203\"", "\"comm 00000000000c0ffe rank 3 host\"",
+                            "\"comm 00000000000c0ffe rank 3 GPU\"", "\"AllReduce #4\""}) {
+    EXPECT_TRUE(contains(text, track)) << track;
+  }
+}
+
+TEST(CliReport, ABadRecordingWritesNoTrace) {
+  TempDir dir;
+  const fs::path file = dir.path / "trace.json";
+  Result r = run("report " + std::string(COMMTOOL_FIXTURES_DIR) + "/recordings/bad_line --trace " +
+                 file.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "node-a-100.jsonl:3: ")) << r.out;
+  EXPECT_FALSE(fs::exists(file));
+}
+
 TEST(CliReport, ACorruptRecordNamesFileAndLineAndWritesNothing) {
   TempDir dir;
   const fs::path copy = dir.path / "run";

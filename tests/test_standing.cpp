@@ -71,6 +71,10 @@ TEST(Standing, AMismatchIsNamedFirstWithBothValues) {
             "MISMATCH on communicator 0123456789abcdef: operation 2 has count 1024 at rank 0 but "
             "count 2048 at rank 1: NCCL waits forever or mixes data")
       << text;
+  EXPECT_TRUE(contains(text,
+                       "ranks 0-1 have waited in AllReduce #2 since 12:00:01 (61 s); the "
+                       "ranks disagree on what it is (the MISMATCH above)"))
+      << text;
 }
 
 TEST(Standing, AFunctionOrTypeMismatchIsNamedToo) {
@@ -117,13 +121,33 @@ TEST(Standing, AProcessWhoseHeartbeatStoppedWithWorkInFlightIsNamedStopped) {
   EXPECT_EQ(s.processes[1].state, ProcessState::kStopped);
   const std::string text = render_standing_text(s);
   EXPECT_EQ(text.substr(0, text.find('\n')),
-            "STOPPED: process node-a pid 501 has sent no heartbeat for 60 s with 1 operation in "
-            "flight: it died or was killed")
+            "STOPPED: process node-a pid 501 (rank 1 of 00000000deadbeef) has sent no heartbeat "
+            "for 60 s with 1 operation in flight: it died or was killed")
       << text;
-  // Both started the operation: none is behind, and the sentence says what that means.
+  // Both started the operation: the one whose process is gone will never finish it.
   EXPECT_TRUE(contains(text,
-                       "ranks 0-1 have waited in AllReduce #3 since 12:00:01 (61 s); every "
-                       "recorded rank started it"));
+                       "ranks 0-1 have waited in AllReduce #3 since 12:00:01 (61 s); rank 1 "
+                       "started it in a process that stopped (above) and will never finish it"))
+      << text;
+}
+
+TEST(Standing, WhenEveryRankStartedAndRunsTheHoldupIsBelowTheCalls) {
+  RecordingDir dir;
+  dir.append("a-1.jsonl",
+             lines_of({proc_line(1), comm_line(kComm, 0, 2), start_line(kComm, 0, 0, kMono0),
+                       np::AliveLine{kMono0 + 9 * kSecond}}));
+  dir.append("a-2.jsonl",
+             lines_of({proc_line(2), comm_line(kComm, 1, 2), start_line(kComm, 1, 0, kMono0),
+                       np::AliveLine{kMono0 + 9 * kSecond}}));
+  const Standing s = standing_of(dir, kMono0 + 10 * kSecond);
+  ASSERT_TRUE(s.comms[0].holdup);
+  EXPECT_TRUE(s.comms[0].holdup->behind.empty());
+  const std::string text = render_standing_text(s);
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "communicator 0000000000c0ffee (2 ranks): ranks 0-1 have waited in AllReduce #0 since "
+            "12:00:00 (10 s); every recorded rank started it, so none is behind: what holds it is "
+            "below the NCCL calls (a GPU, a link, the network)")
+      << text;
 }
 
 TEST(Standing, AProcessThatFinalisedAndStoppedExited) {

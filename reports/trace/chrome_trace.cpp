@@ -41,20 +41,21 @@ std::string stream_name(const tracing::OperationMark* op, uint32_t stream) {
 
 class Writer {
  public:
-  explicit Writer(uint64_t origin) : origin_(origin) {}
+  explicit Writer(uint64_t origin) : events_(origin) {}
 
   void rank(int pid, const RecordSet& r, const std::map<uint64_t, std::string>* names) {
     const tracing::OperationMark* op = r.operations.empty() ? nullptr : &r.operations.front();
-    meta(pid, 0, "process_name", fmt::format("rank {}", pid));
+    events_.meta(pid, 0, "process_name", fmt::format("rank {}", pid));
     std::set<uint64_t> tracks;
     for (const auto& a : r.api) {
-      span(pid, a.thread, a.name, "api", a.start_ns, a.end_ns);
+      events_.span(pid, a.thread, a.name, "api", a.start_ns, a.end_ns);
       tracks.insert(a.thread);
     }
     for (const auto& range : r.ranges) {
-      span(pid, range.thread,
-           range.domain.empty() ? range.name : fmt::format("{}: {}", range.domain, range.name),
-           "nvtx", range.start_ns, range.end_ns);
+      events_.span(
+          pid, range.thread,
+          range.domain.empty() ? range.name : fmt::format("{}: {}", range.domain, range.name),
+          "nvtx", range.start_ns, range.end_ns);
       tracks.insert(range.thread);
     }
     for (const auto& o : r.operations) {
@@ -62,45 +63,28 @@ class Writer {
       if (names != nullptr) {
         if (auto it = names->find(o.seq); it != names->end()) what = it->second + " " + what;
       }
-      span(pid, o.thread, "enqueue " + what, "host", o.enqueue_start_ns, o.enqueue_end_ns);
-      span(pid, o.thread,
-           fmt::format("wait {}{}", what, o.wait_polls ? " (host polling, not GPU time)" : ""),
-           "host", o.wait_start_ns, o.wait_end_ns);
+      events_.span(pid, o.thread, "enqueue " + what, "host", o.enqueue_start_ns, o.enqueue_end_ns);
+      events_.span(
+          pid, o.thread,
+          fmt::format("wait {}{}", what, o.wait_polls ? " (host polling, not GPU time)" : ""),
+          "host", o.wait_start_ns, o.wait_end_ns);
       tracks.insert(o.thread);
     }
     for (uint64_t t : tracks)
-      meta(pid, t, "thread_name", fmt::format("host thread {}", t));
+      events_.meta(pid, t, "thread_name", fmt::format("host thread {}", t));
     std::set<uint32_t> streams;
     for (const auto& w : r.gpu) {
-      span(pid, kStreamTrackBase + w.stream, w.name, "gpu", w.start_ns, w.end_ns);
+      events_.span(pid, kStreamTrackBase + w.stream, w.name, "gpu", w.start_ns, w.end_ns);
       streams.insert(w.stream);
     }
     for (uint32_t s : streams)
-      meta(pid, kStreamTrackBase + s, "thread_name", stream_name(op, s));
+      events_.meta(pid, kStreamTrackBase + s, "thread_name", stream_name(op, s));
     flows(pid, r);
   }
 
-  json finish() { return {{"traceEvents", std::move(events_)}, {"displayTimeUnit", "ns"}}; }
+  json finish() { return events_.finish(); }
 
  private:
-  double us(uint64_t ns) const { return static_cast<double>(ns - origin_) / 1e3; }
-
-  void meta(int pid, uint64_t tid, const char* what, const std::string& name) {
-    events_.push_back(
-        {{"ph", "M"}, {"name", what}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
-  }
-
-  void span(int pid, uint64_t tid, const std::string& name, const char* cat, uint64_t start,
-            uint64_t end) {
-    events_.push_back({{"ph", "X"},
-                       {"name", name},
-                       {"cat", cat},
-                       {"pid", pid},
-                       {"tid", tid},
-                       {"ts", us(start)},
-                       {"dur", end > start ? static_cast<double>(end - start) / 1e3 : 0.0}});
-  }
-
   // An arrow from an event's completion to the first work the waiting stream ran after its
   // wait call: that work could not start before the event completed, so the completion is the
   // latest one at or before it (events are re-recorded under one id every iteration). Both
@@ -130,30 +114,46 @@ class Writer {
       const tracing::EventCompletion* done = *std::prev(after);
       const uint64_t id = ++flow_id_;
       const std::string name = fmt::format("event {}", wait.event);
-      events_.push_back({{"ph", "s"},
-                         {"id", id},
-                         {"name", name},
-                         {"cat", "dependency"},
-                         {"pid", pid},
-                         {"tid", kStreamTrackBase + done->stream},
-                         {"ts", us(done->device_ns)}});
-      events_.push_back({{"ph", "f"},
-                         {"bp", "e"},
-                         {"id", id},
-                         {"name", name},
-                         {"cat", "dependency"},
-                         {"pid", pid},
-                         {"tid", kStreamTrackBase + wait.stream},
-                         {"ts", us((*next)->start_ns)}});
+      events_.add({{"ph", "s"},
+                   {"id", id},
+                   {"name", name},
+                   {"cat", "dependency"},
+                   {"pid", pid},
+                   {"tid", kStreamTrackBase + done->stream},
+                   {"ts", events_.us(done->device_ns)}});
+      events_.add({{"ph", "f"},
+                   {"bp", "e"},
+                   {"id", id},
+                   {"name", name},
+                   {"cat", "dependency"},
+                   {"pid", pid},
+                   {"tid", kStreamTrackBase + wait.stream},
+                   {"ts", events_.us((*next)->start_ns)}});
     }
   }
 
-  uint64_t origin_;
+  TraceEvents events_;
   uint64_t flow_id_ = 0;
-  json events_ = json::array();
 };
 
 }  // namespace
+
+void TraceEvents::meta(int pid, uint64_t tid, const char* what, const std::string& name) {
+  events_.push_back(
+      {{"ph", "M"}, {"name", what}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
+}
+
+void TraceEvents::span(int pid, uint64_t tid, const std::string& name, const char* cat,
+                       uint64_t start_ns, uint64_t end_ns) {
+  events_.push_back(
+      {{"ph", "X"},
+       {"name", name},
+       {"cat", cat},
+       {"pid", pid},
+       {"tid", tid},
+       {"ts", us(start_ns)},
+       {"dur", end_ns > start_ns ? static_cast<double>(end_ns - start_ns) / 1e3 : 0.0}});
+}
 
 json chrome_trace(const std::vector<RankRecords>& ranks) {
   uint64_t origin = UINT64_MAX;

@@ -23,4 +23,27 @@ struct RankRecords {
 
 nlohmann::json chrome_trace(const std::vector<RankRecords>& ranks);
 
+// The events of a trace being written, for every trace commtool writes (a run's records, a
+// recording): names of processes and tracks, and spans, with timestamps in microseconds from
+// `origin_ns`.
+class TraceEvents {
+ public:
+  explicit TraceEvents(uint64_t origin_ns) : origin_(origin_ns) {}
+
+  double us(uint64_t ns) const { return static_cast<double>(ns - origin_) / 1e3; }
+  // A process's or a track's name ("process_name", "thread_name").
+  void meta(int pid, uint64_t tid, const char* what, const std::string& name);
+  void span(int pid, uint64_t tid, const std::string& name, const char* cat, uint64_t start_ns,
+            uint64_t end_ns);
+  void add(nlohmann::json event) { events_.push_back(std::move(event)); }
+  // The document: {"traceEvents": [...], "displayTimeUnit": "ns"}.
+  nlohmann::json finish() {
+    return {{"traceEvents", std::move(events_)}, {"displayTimeUnit", "ns"}};
+  }
+
+ private:
+  uint64_t origin_;
+  nlohmann::json events_ = nlohmann::json::array();
+};
+
 }  // namespace commtool::reports

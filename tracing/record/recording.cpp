@@ -100,7 +100,7 @@ uint64_t RecordingReader::poll() {
 void RecordingReader::read_file(File& f) {
   for (;;) {
     const size_t n = f.file.read_more(f.buffer, kReadChunk);
-    if (n == 0) return;
+    if (n == 0) break;
     size_t start = 0;
     for (size_t end; (end = f.buffer.find('\n', start)) != std::string::npos; start = end + 1) {
       if (end - start > kMaxLineBytes) {
@@ -116,8 +116,11 @@ void RecordingReader::read_file(File& f) {
                       "has at most that many",
                       f.file.path(), f.line + 1, kMaxLineBytes));
     }
-    if (n < kReadChunk) return;
+    if (n < kReadChunk) break;
   }
+  // What stays is at most a partial line; the chunk's room must not stay with it, or a job of
+  // a thousand processes would hold a thousand chunks between polls.
+  f.buffer.shrink_to_fit();
 }
 
 namespace {
@@ -318,11 +321,20 @@ void RecordingReader::finish() {
                           lines[order[i - 1]]));
         }
       }
-      std::vector<EndLine> sorted;
-      sorted.reserve(order.size());
-      for (size_t i : order)
-        sorted.push_back(std::move(rank.ops[i]));
-      rank.ops = std::move(sorted);
+      // Put in that order in place (following each cycle of the permutation), and without
+      // the growth slack: a second copy of the operations would double the report's peak.
+      for (size_t i = 0; i < order.size(); ++i) {
+        if (order[i] == i) continue;
+        EndLine held = std::move(rank.ops[i]);
+        size_t to = i;
+        for (size_t from = order[to]; from != i; to = from, from = order[to]) {
+          rank.ops[to] = std::move(rank.ops[from]);
+          order[to] = to;
+        }
+        rank.ops[to] = std::move(held);
+        order[to] = to;
+      }
+      rank.ops.shrink_to_fit();
     }
   }
 }

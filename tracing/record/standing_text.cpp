@@ -1,6 +1,8 @@
 // render_standing_text (standing.hpp): the verdict sentences first, then the detail.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "probes/base/error.hpp"
 #include "tracing/record/record_text.hpp"
 #include "tracing/record/standing.hpp"
@@ -64,6 +66,25 @@ std::string holdup_sentence(const Standing& s, const CommStanding& c, const Hold
     return fmt::format("{}: {} never started {} - {}; {}", where, ranks_phrase(h.behind), waited,
                        last_ops_of(c, h.behind), waiting);
   }
+  for (const Mismatch& m : c.mismatches) {
+    if (m.index == h.waited.index) {
+      return fmt::format("{}: {}; the ranks disagree on what it is (the MISMATCH above)", where,
+                         waiting);
+    }
+  }
+  std::vector<int> stopped;  // waiting ranks whose process is gone: they will never finish
+  for (const RankStanding& r : c.ranks) {
+    if (s.processes[r.process].state == ProcessState::kStopped &&
+        std::find(h.waiting.begin(), h.waiting.end(), r.rank) != h.waiting.end()) {
+      stopped.push_back(r.rank);
+    }
+  }
+  if (!stopped.empty()) {
+    return fmt::format(
+        "{}: {}; {} started it in a process that stopped (above) and will never "
+        "finish it",
+        where, waiting, ranks_phrase(stopped));
+  }
   if (!c.unseen.empty()) {
     return fmt::format(
         "{}: {}; {} never recorded on it (no plugin in its process, or it never "
@@ -76,16 +97,34 @@ std::string holdup_sentence(const Standing& s, const CommStanding& c, const Hold
       where, waiting);
 }
 
+// "rank 1 of communicator 00000000deadbeef" for each rank the process holds.
+std::string ranks_held(const Standing& s, size_t process) {
+  std::vector<std::string> held;
+  for (const CommStanding& c : s.comms) {
+    for (const RankStanding& r : c.ranks) {
+      if (r.process == process) {
+        held.push_back(fmt::format("rank {} of {}", r.rank, comm_label(c.comm, c.name)));
+      }
+    }
+  }
+  if (held.empty()) return "";
+  std::string out = " (";
+  for (size_t i = 0; i < held.size(); ++i)
+    out += (i > 0 ? ", " : "") + held[i];
+  return out + ")";
+}
+
 std::string verdict(const Standing& s) {
   std::string out;
   for (const CommStanding& c : s.comms)
     for (const Mismatch& m : c.mismatches)
       out += mismatch_sentence(c, m) + "\n";
-  for (const ProcessStanding& p : s.processes) {
+  for (size_t i = 0; i < s.processes.size(); ++i) {
+    const ProcessStanding& p = s.processes[i];
     if (p.state != ProcessState::kStopped) continue;
     out += fmt::format(
-        "STOPPED: process {} has sent no heartbeat for {}{}: it died or was killed\n",
-        process_label(p), seconds_text(p.quiet_s),
+        "STOPPED: process {}{} has sent no heartbeat for {}{}: it died or was killed\n",
+        process_label(p), ranks_held(s, i), seconds_text(p.quiet_s),
         p.in_flight > 0
             ? fmt::format(" with {} in flight", plural(p.in_flight, "operation", "operations"))
             : " without finalising its communicators");

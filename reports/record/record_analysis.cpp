@@ -1,0 +1,300 @@
+// analyse_recording and the GPU clock map (record_report.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "probes/base/error.hpp"
+#include "reports/record/record_report.hpp"
+#include "tracing/collectives/collective_data.hpp"
+#include "tracing/collectives/collectives.hpp"
+
+namespace commtool::reports {
+
+using nccl_profiler::EndLine;
+using record::ProcessRecord;
+using record::Recording;
+
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::kHang:
+      return "hang";
+    case Verdict::kStraggler:
+      return "straggler";
+    case Verdict::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+namespace {
+
+double us(int64_t ns) {
+  return static_cast<double>(ns) / 1e3;
+}
+
+int64_t window_of(int64_t gpu_ns) {
+  return gpu_ns / kClockWindowNs;  // GPU times are never negative (parse_line)
+}
+
+double median_of(std::vector<double> v) {
+  return measure::summarize(std::move(v)).median;
+}
+
+// Bytes per element of an NCCL type name as the profiler gives it ("ncclFloat32"); none for a
+// name commtool does not know.
+std::optional<size_t> nccl_type_size(const std::string& name) {
+  if (name == "ncclFloat8e4m3" || name == "ncclFloat8e5m2") return 1;
+  if (!name.starts_with("nccl")) return std::nullopt;
+  const auto t = tracing::parse_data_type(name.substr(4));
+  if (!t) return std::nullopt;
+  return tracing::type_size(*t);
+}
+
+// nccl-tests' size of a collective of `count` elements at n ranks: the larger of its send
+// and receive buffers (the count NCCL is given is per rank for allgather, reducescatter and
+// alltoall).
+std::optional<uint64_t> nccl_tests_bytes(const std::string& func, uint64_t count,
+                                         const std::string& datatype, int nranks) {
+  const auto size = nccl_type_size(datatype);
+  const auto c = tracing::parse_collective(func);
+  if (!size || !c || nranks < 1) return std::nullopt;
+  const bool per_rank = *c == tracing::Collective::kAllGather ||
+                        *c == tracing::Collective::kReduceScatter ||
+                        *c == tracing::Collective::kAllToAll;
+  return count * *size * (per_rank ? static_cast<uint64_t>(nranks) : 1);
+}
+
+std::string process_name(const ProcessRecord& p) {
+  if (!p.proc) return p.file;
+  return fmt::format("{} pid {}", excerpt(p.proc->host, 60), p.proc->pid);
+}
+
+// "now" for the standing: when the launcher saw the hang, else when the job ended, else the
+// latest time the recording holds.
+record::StandingOptions standing_options(const Recording& rec) {
+  record::StandingOptions o;
+  if (rec.meta && rec.meta->hang) {
+    o.now_wall_ns = record::launcher_wall_ns(*rec.meta, rec.meta->hang->monotonic_ns);
+    return o;
+  }
+  if (rec.meta && rec.meta->ended) {
+    o.now_wall_ns = rec.meta->started_realtime_ns +
+                    static_cast<int64_t>(std::llround(rec.meta->ended->wall_s * 1e9));
+    o.job_ended = true;
+    return o;
+  }
+  for (const ProcessRecord& p : rec.processes)
+    o.now_wall_ns = std::max(o.now_wall_ns, p.wall_ns(p.last_t_ns));
+  return o;
+}
+
+using RowKey = std::tuple<uint64_t, std::string, uint64_t, std::string>;  // comm, func, count, type
+
+struct RowData {
+  OpRow row;
+  std::vector<double> api, enqueue;
+  std::unordered_map<uint64_t, double> slowest_gpu_us;  // by index
+  std::map<tracing::NcclWay, int> ways;                 // operations per way (count unset)
+};
+
+struct RankData {
+  RankRow row;
+  std::vector<double> gpu, lag;
+};
+
+// Per communicator: each operation's mapped GPU starts (wall ns) by rank, and its ranks' hosts.
+struct CommStarts {
+  std::map<uint64_t, std::vector<std::pair<int, int64_t>>> by_index;
+  std::set<std::string> hosts;
+  std::string name;
+};
+
+void add_operation(RowData& d, const EndLine& e) {
+  ++d.row.rank_operations;
+  ++d.ways[tracing::NcclWay{e.algo, e.proto, e.channels, 0}];
+  double& slowest = d.slowest_gpu_us.try_emplace(e.op.index, -1.0).first->second;
+  // An unverified operation's times are partial (its enqueue [start, start] when the plugin
+  // gave up first, GPU time only of the channels that reported): counted, never timed.
+  if (!e.complete) {
+    ++d.row.unverified;
+    return;
+  }
+  if (e.api) d.api.push_back(us(e.api->end_ns - e.api->start_ns));
+  d.enqueue.push_back(us(e.enqueue.end_ns - e.enqueue.start_ns));
+  if (e.gpu) slowest = std::max(slowest, us(e.gpu->end_ns - e.gpu->start_ns));
+}
+
+OpRow finish_row(RowData& d) {
+  OpRow row = std::move(d.row);
+  row.operations = static_cast<int>(d.slowest_gpu_us.size());
+  row.api_us = measure::summarize(std::move(d.api));
+  row.enqueue_us = measure::summarize(std::move(d.enqueue));
+  std::vector<double> gpu;
+  for (const auto& [index, t] : d.slowest_gpu_us)
+    if (t >= 0) gpu.push_back(t);
+  row.gpu_us = measure::summarize(std::move(gpu));
+  const auto c = tracing::parse_collective(row.func);
+  if (row.bytes && c && row.gpu_us.n > 0) {
+    row.busbw_gbps =
+        tracing::busbw_gbps(*c, row.nranks, static_cast<double>(*row.bytes), row.gpu_us.median);
+  }
+  for (const auto& [way, n] : d.ways) {
+    tracing::NcclWay w = way;
+    w.operations = n;
+    row.nccl.ways.push_back(w);
+  }
+  std::stable_sort(row.nccl.ways.begin(), row.nccl.ways.end(),
+                   [](const auto& a, const auto& b) { return a.operations > b.operations; });
+  return row;
+}
+
+void find_stragglers(const std::map<uint64_t, CommStarts>& starts,
+                     std::map<std::pair<uint64_t, int>, RankData>& ranks,
+                     std::vector<Straggler>& out) {
+  for (const auto& [comm, c] : starts) {
+    const double threshold = c.hosts.size() > 1 ? kCrossHostLagUs : kStragglerLagUs;
+    std::map<int, std::vector<double>> lags;
+    std::map<int, int> last;
+    int compared = 0;
+    for (const auto& [index, by_rank] : c.by_index) {
+      if (by_rank.size() < 2) continue;
+      ++compared;
+      int64_t first = by_rank[0].second;
+      for (const auto& [rank, t] : by_rank)
+        first = std::min(first, t);
+      const auto latest = std::max_element(by_rank.begin(), by_rank.end(),
+                                           [](auto& a, auto& b) { return a.second < b.second; });
+      for (const auto& [rank, t] : by_rank)
+        lags[rank].push_back(us(t - first));
+      if (us(latest->second - first) > threshold) ++last[latest->first];
+    }
+    for (auto& [rank, v] : lags) {
+      RankData& d = ranks[{comm, rank}];
+      d.row.last_to_start = last[rank];
+      const double max_lag = *std::max_element(v.begin(), v.end());
+      d.lag = v;
+      const double median = median_of(std::move(v));
+      const int needed = std::max(kMinStragglerOps, (compared + 1) / 2);
+      if (last[rank] >= needed && median > threshold) {
+        out.push_back(
+            {comm, c.name, rank, d.row.process, last[rank], compared, median, max_lag, threshold});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+GpuClockMap::GpuClockMap(const ProcessRecord& p) {
+  // Both stamps of an operation are pairs: its first channel's start and its last's stop.
+  auto each_pair = [&p](auto&& f) {
+    for (const record::RankRecord& r : p.ranks) {
+      for (const EndLine& e : r.ops) {
+        if (!e.gpu || !e.seen) continue;
+        f(e.gpu->start_ns, e.seen->start_ns);
+        f(e.gpu->end_ns, e.seen->end_ns);
+      }
+    }
+  };
+  each_pair([this](int64_t gpu, int64_t seen) {
+    auto [it, fresh] = offsets_.try_emplace(window_of(gpu), seen - gpu);
+    if (!fresh) it->second = std::min(it->second, seen - gpu);
+    ++pairs_;
+  });
+  if (pairs_ == 0) return;
+  std::vector<double> excess;
+  excess.reserve(pairs_);
+  each_pair([&](int64_t gpu, int64_t seen) {
+    excess.push_back(us(seen - gpu - offsets_.at(window_of(gpu))));
+  });
+  median_excess_us_ = median_of(std::move(excess));
+}
+
+std::optional<int64_t> GpuClockMap::host_ns(int64_t gpu_ns) const {
+  if (offsets_.empty()) return std::nullopt;
+  const int64_t w = window_of(gpu_ns);
+  auto after = offsets_.lower_bound(w);
+  if (after != offsets_.end() && after->first == w) return gpu_ns + after->second;
+  if (after == offsets_.begin()) return gpu_ns + after->second;
+  auto before = std::prev(after);
+  if (after == offsets_.end() || w - before->first <= after->first - w) {
+    return gpu_ns + before->second;
+  }
+  return gpu_ns + after->second;
+}
+
+RecordingReport analyse_recording(const Recording& rec) {
+  RecordingReport report;
+  report.dir = rec.dir.string();
+  report.meta = rec.meta;
+  report.warnings = rec.warnings;
+  if (!rec.meta) {
+    report.warnings.insert(report.warnings.begin(),
+                           "no record.json: how the job was run and ended is unknown");
+  }
+  report.end_lines = rec.end_lines;
+  report.standing = record::where_everyone_stands(rec, standing_options(rec));
+
+  std::map<uint64_t, int> nranks;  // per communicator, from its comm lines
+  for (const ProcessRecord& p : rec.processes)
+    for (const record::RankRecord& r : p.ranks)
+      if (r.init) nranks[r.comm] = std::max(nranks[r.comm], r.init->nranks);
+
+  std::map<RowKey, RowData> rows;
+  std::map<std::pair<uint64_t, int>, RankData> ranks;
+  std::map<uint64_t, CommStarts> starts;
+  for (const ProcessRecord& p : rec.processes) {
+    const GpuClockMap clock(p);
+    report.clocks.push_back(
+        {process_name(p), clock.pairs(), clock.windows(), clock.median_excess_us()});
+    for (const record::RankRecord& r : p.ranks) {
+      RankData& rank = ranks[{r.comm, r.rank}];
+      rank.row.comm = r.comm;
+      rank.row.rank = r.rank;
+      rank.row.process = process_name(p);
+      CommStarts& comm_starts = starts[r.comm];
+      if (p.proc) comm_starts.hosts.insert(p.proc->host);
+      if (r.init && comm_starts.name.empty()) comm_starts.name = r.init->name;
+      for (const EndLine& e : r.ops) {
+        const nccl_profiler::StartLine& op = e.op;
+        RowData& d = rows[{op.comm, op.func, op.count, op.datatype}];
+        if (d.row.func.empty()) {
+          d.row.comm = op.comm;
+          d.row.comm_name = comm_starts.name;
+          d.row.nranks = nranks[op.comm];
+          d.row.func = op.func;
+          d.row.count = op.count;
+          d.row.datatype = op.datatype;
+          d.row.bytes = nccl_tests_bytes(op.func, op.count, op.datatype, d.row.nranks);
+        }
+        add_operation(d, e);
+        ++rank.row.operations;
+        if (!e.gpu || !e.complete) continue;
+        rank.gpu.push_back(us(e.gpu->end_ns - e.gpu->start_ns));
+        if (const auto host = clock.host_ns(e.gpu->start_ns)) {
+          comm_starts.by_index[op.index].emplace_back(r.rank, p.wall_ns(*host));
+        }
+      }
+    }
+  }
+  for (auto& [key, d] : rows)
+    report.ops.push_back(finish_row(d));
+  find_stragglers(starts, ranks, report.stragglers);
+  for (auto& [key, d] : ranks) {
+    d.row.gpu_us = measure::summarize(std::move(d.gpu));
+    d.row.start_lag_us = measure::summarize(std::move(d.lag));
+    report.ranks.push_back(std::move(d.row));
+  }
+  if (rec.meta && rec.meta->hang) {
+    report.verdict = Verdict::kHang;
+  } else if (!report.stragglers.empty()) {
+    report.verdict = Verdict::kStraggler;
+  }
+  return report;
+}
+
+}  // namespace commtool::reports
