@@ -31,7 +31,6 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -383,7 +382,7 @@ class Recorder {
   uint64_t next_id_ = 1;
   size_t max_operations_ = kMaxOperations;
   std::unordered_set<Context*> contexts_;
-  std::unordered_map<uint64_t, ApiEvent> api_events_;
+  std::map<uint64_t, ApiEvent> api_events_;   // by id: the oldest evicted first
   std::map<uint64_t, Operation> operations_;  // by id: the oldest first
 };
 

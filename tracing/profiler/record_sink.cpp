@@ -84,13 +84,17 @@ bool RecordSink::open(const std::string& dir) {
   std::lock_guard write_lock(write_mutex_);
   std::lock_guard buffer_lock(buffer_mutex_);
   const pid_t pid = getpid();
-  if (fd_ >= 0 && dir == dir_ && pid == pid_) return !failed_;
+  // Every communicator of a process asks; the first answer stands, so a failure is said once.
+  if (dir == dir_ && pid == pid_) return fd_ >= 0 && !failed_;
   if (fd_ >= 0) {
     // Another directory in the same process: only tests do that. The old file gets its lines.
     (void)write_all(fd_, pending_);
     ::close(fd_);
     fd_ = -1;
   }
+  dir_ = dir;
+  pid_ = pid;
+  failed_ = true;  // until the file is open
   const std::string procs = dir + "/procs";
   const std::string host = host_name();
   const std::string path = procs + "/" + host + "-" + std::to_string(pid) + ".jsonl";
@@ -106,8 +110,6 @@ bool RecordSink::open(const std::string& dir) {
     return false;
   }
   fd_ = fd;
-  dir_ = dir;
-  pid_ = pid;
   failed_ = false;
   capacity_ = buffer_bytes();
   pending_.clear();
