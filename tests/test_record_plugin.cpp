@@ -610,6 +610,23 @@ TEST_F(RecordPluginTest, AKilledProcessKeepsWhatItStartedUpTo100msBeforeDeath) {
   EXPECT_TRUE(std::holds_alternative<StartLine>(child_lines[2]));
 }
 
+TEST_F(RecordPluginTest, AProcessThatExitsAtOnceStillWritesWhatItQueued) {
+  std::fflush(nullptr);  // the child's exit flushes stdio: nothing of ours may be in it twice
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    void* ctx = init(7);
+    coll_start(ctx, nullptr, 0, 1);
+    std::exit(0);  // well within the first flush period
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  auto child_lines = lines(child);
+  ASSERT_EQ(child_lines.size(), 3u) << file_of(child);
+  EXPECT_TRUE(std::holds_alternative<StartLine>(child_lines[2]));
+}
+
 TEST_F(RecordPluginTest, RecordModeWinsOverTraceMode) {
   const fs::path trace = dir_ / "trace.jsonl";
   setenv(kOutputEnv, trace.c_str(), 1);
