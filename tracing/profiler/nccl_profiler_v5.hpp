@@ -21,14 +21,24 @@ inline constexpr uint64_t kGroup = 1u << 0;
 inline constexpr uint64_t kColl = 1u << 1;
 inline constexpr uint64_t kP2p = 1u << 2;
 inline constexpr uint64_t kKernelCh = 1u << 6;
+inline constexpr uint64_t kGroupApi = 1u << 8;
+inline constexpr uint64_t kCollApi = 1u << 9;  // the application's call (ncclAllReduce, ...)
+inline constexpr uint64_t kP2pApi = 1u << 10;  // the application's ncclSend / ncclRecv
+
+// ncclProfilerEventState_t values commtool reads.
+inline constexpr int kKernelChStop = 22;  // eStateArgs->kernelCh.pTimer: the channel's end
 
 // ncclDebugLogger_t
 using DebugLogger = void (*)(int level, unsigned long flags, const char* file, int line,
                              const char* fmt, ...);
 
 struct EventDescrV5 {
-  uint64_t type;    // one of the bits above
-  void* parentObj;  // for a collective: its group's event handle
+  uint64_t type;  // one of the bits above
+  // The handle the plugin returned for the parent event, kept by NCCL and handed back as is:
+  // Coll/P2p -> their CollApi/P2pApi event (NCCL 2.28 stops that event before it starts the
+  // Coll one, and graph replays start Coll events under the capture's long-stopped API event);
+  // KernelCh -> its Coll/P2p event.
+  void* parentObj;
   int rank;
   union {
     struct {
@@ -89,13 +99,29 @@ struct EventDescrV5 {
     } proxyStep;
     struct {
       uint8_t channelId;
-      uint64_t pTimer;
+      uint64_t pTimer;  // GPU %globaltimer when the channel started the operation
     } kernelCh;
     struct {
       int64_t id;
       void* data;
     } netPlugin;
   };
+};
+
+// ncclProfilerEventStateArgs_v5_t
+union EventStateArgsV5 {
+  struct {
+    size_t transSize;
+  } proxyStep;
+  struct {
+    int appendedProxyOps;
+  } proxyCtrl;
+  struct {
+    void* data;
+  } netPlugin;
+  struct {
+    uint64_t pTimer;  // GPU %globaltimer when the kernel's channel finished the operation
+  } kernelCh;
 };
 
 struct ProfilerV5 {

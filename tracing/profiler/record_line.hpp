@@ -15,7 +15,8 @@
 //   comm   a communicator was initialised in this process (NCCL called the plugin's init)
 //   start  an operation was handed to NCCL's launch (the profiler's Coll/P2p event started):
 //          written at once, so a process that hangs later still says what it had begun
-//   end    everything known about one operation, written once no more is coming
+//   end    everything known about one operation, written once no more is coming; not
+//          always in the order of the start lines (index says which operation it ends)
 //   alive  the writer thread's heartbeat, once a second: the process is still there
 //   fin    a communicator was finalised
 //   drop   lines the plugin could not keep (its buffer was full): how many, since when
@@ -85,14 +86,24 @@ struct EndLine {
   std::string proto;  // "LL", "LL128", "SIMPLE"; empty for p2p
   int channels = 0;   // channels NCCL planned
   int warps = 0;
-  std::optional<Interval> api;   // the application's NCCL call (CollApi/P2pApi event), host
-  Interval enqueue;              // NCCL planning and launching it (Coll/P2p event), host
+  // The application's NCCL call (CollApi/P2pApi event), host. NCCL 2.28 ends it once the
+  // operation is queued, before `enqueue` starts. Null when NCCL named no API event, and for
+  // graph replays, whose API event is the capture's call.
+  std::optional<Interval> api;
+  // NCCL planning and launching it (Coll/P2p event), host; [start, start] when the plugin gave
+  // up before NCCL stopped the event.
+  Interval enqueue;
   std::optional<Interval> gpu;   // first kernel channel start .. last stop, GPU %globaltimer
   std::optional<Interval> seen;  // host time the first start and the last stop were reported
   int kernel_channels = 0;       // channels whose start and stop were reported
-  // false: the plugin gave up waiting for the kernel's channels (evicted under memory bound or
-  // at finalize); gpu/seen then cover only what was reported.
+  // false: not every planned channel reported its start and end, and the plugin stopped
+  // waiting: the communicator was finalised, the process followed too many operations at once
+  // (the oldest is ended), or no channel was reported and none will be (a 1-rank communicator,
+  // which copies without a kernel; or a later operation of the communicator completed first,
+  // and NCCL runs them in order). gpu/seen then cover only what was reported: null if nothing.
   bool complete = true;
+  // NCCL's API event said the call was captured into a CUDA graph: this is one of its replays.
+  // Known while the plugin still holds the capture's API event (the last 64 Ki API events).
   bool graph_captured = false;
   bool operator==(const EndLine&) const = default;
 };
