@@ -46,11 +46,12 @@ int run_record_command(const GlobalOptions& global, const RecordOptions& o, CLI:
   }
   record::RecordRequest q;
   // The job's argv: what the positional took, then what CLI11 left over from the first
-  // argument that is not ours on (prefix_command), less a "--" it kept.
+  // argument that is not ours on (prefix_command). CLI11 keeps the "--" that ended our options
+  // first among the leftovers; a "--" after it is the job's.
   q.command = o.command;
-  for (const std::string& arg : cmd.remaining()) {
-    if (!(q.command.empty() && arg == "--")) q.command.push_back(arg);
-  }
+  const std::vector<std::string> rest = cmd.remaining();
+  q.command.insert(q.command.end(), rest.begin() + (!rest.empty() && rest[0] == "--" ? 1 : 0),
+                   rest.end());
   q.out_dir = o.out_dir.empty() ? default_out_dir() : o.out_dir;
   if (hang_timeout_given) q.hang_timeout_s = o.hang_timeout_s;
   q.kill_on_hang = o.kill_on_hang;

@@ -7,6 +7,7 @@
 # the job's wall time with and without `record`, alternating. Logs in OUT_DIR; a table last.
 #   scripts/gpu-record.sh [OUT_DIR] [ANCHORS_DIR]      (after building here)
 # PARTS=checks or PARTS=cost runs one half (each fits a 10-minute call); default both.
+# COST_PAIRS: how many without/with pairs the cost measurement alternates (default 5).
 # ANCHORS_DIR: prebuilt nccl-tests (all_reduce_perf); without it that step is not run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -76,9 +77,9 @@ fi
 # The plugin's cost: the job's own wall time (its ops, excluding Python start-up) and the whole
 # command's, without and with record, alternating, 5 pairs each.
 if [[ $parts == *cost* ]]; then
-python3 - "$bin" "$out" >> "$out/cost.txt" 2>> "$log" <<'PY'
+python3 - "$bin" "$out" "${COST_PAIRS:-5}" >> "$out/cost.txt" 2>> "$log" <<'PY'
 import json, os, shutil, statistics, subprocess, sys, time
-bin, out = sys.argv[1], sys.argv[2]
+bin, out, pairs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 job = ["python3", "tests/torch/collectives.py", "--funcs", "all_reduce", "--modes", "sync",
        "--sizes", "1024,1048576,16777216", "--iters", "50"]
 def once(ranks, rec, i):
@@ -98,7 +99,7 @@ def once(ranks, rec, i):
 print(f"{'ranks':>5} {'what':10} {'without s':>18} {'with record s':>18} {'ratio':>6}")
 for ranks in (1, 2):
     rows = {False: [], True: []}
-    for i in range(5):
+    for i in range(pairs):
         for rec in (False, True):
             rows[rec].append(once(ranks, rec, i))
     for k, what in ((1, "job's ops"), (0, "command")):
@@ -116,7 +117,7 @@ for k in "${order[@]}"; do
   printf '  %-20s %s\n' "$k" "${result[$k]}"
   [[ ${result[$k]} == ok ]] || fails=1
 done
-echo "-- plugin cost (median [min-max] of 5, alternating; ranks share one GPU at 2)"
+echo "-- plugin cost (median [min-max] of ${COST_PAIRS:-5}, alternating; ranks share one GPU at 2)"
 cat "$out/cost.txt" 2>/dev/null
 for f in r2 r4; do
   echo "-- $f check"; grep -E '^(FAIL|ok)' "$log" | head -0; sed -n '/=== '"$f"'-check/,/=== /p' "$log" | grep -E 'FAIL|function|AllReduce|all_reduce|passed|failed' | head -30

@@ -762,6 +762,16 @@ TEST(CliRecord, TheJobsCommandLineAndExitStatusPassThrough) {
   EXPECT_TRUE(fs::exists(dir + "/record.json"));
   EXPECT_TRUE(fs::is_directory(dir + "/procs"));
 
+  // Every argument reaches the job, in order, and nothing else does: with "--", a "--" of
+  // the job's own after it, and without.
+  const std::string count_args = "sh -c 'echo \"<$#:$*>\"' zero";
+  EXPECT_TRUE(contains(
+      run("record --out " + (tmp.path / "a").string() + " -- " + count_args + " one -- two").out,
+      "<3:one -- two>"));
+  EXPECT_TRUE(
+      contains(run("record --out " + (tmp.path / "b").string() + " " + count_args + " --one").out,
+               "<1:--one>"));
+
   const std::string dir2 = (tmp.path / "rec2").string();
   EXPECT_EQ(run("record --out " + dir2 + " -- sh -c 'kill -TERM $$'").code, 128 + 15);
 }
