@@ -230,6 +230,27 @@ TEST_F(RecordPluginTest, FileStartsWithProcThenCommAndEndsWithFin) {
   EXPECT_GE(fin.t_ns, comm.t_ns);
 }
 
+// PyTorch loads its NCCL privately (RTLD_LOCAL): a global lookup of ncclGetVersion finds
+// nothing, so the version is asked of the library that called init.
+TEST_F(RecordPluginTest, ProcLineNamesTheVersionOfAPrivatelyLoadedNccl) {
+  void* nccl = dlopen(COMMTOOL_FAKE_NCCL, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(nccl, nullptr) << dlerror();
+  ASSERT_EQ(dlsym(RTLD_DEFAULT, "ncclGetVersion"), nullptr) << "a global NCCL is loaded";
+  using Init = int (*)(ProfilerV5*, void**, uint64_t, int*);
+  auto fake_init = reinterpret_cast<Init>(dlsym(nccl, "fake_nccl_init"));
+  ASSERT_NE(fake_init, nullptr);
+  void* ctx = nullptr;
+  int mask = 0;
+  ASSERT_EQ(fake_init(table_, &ctx, 42, &mask), 0);
+  ASSERT_NE(ctx, nullptr);
+  open_contexts_.push_back(ctx);
+  finalize(ctx);
+  auto procs = lines_of_kind<ProcLine>();
+  ASSERT_EQ(procs.size(), 1u);
+  EXPECT_EQ(procs[0].nccl_version, "2.28.9");
+  dlclose(nccl);
+}
+
 TEST_F(RecordPluginTest, StartLineIsWrittenWhileTheOperationRuns) {
   void* ctx = init(7);
   void* api = api_start(ctx);

@@ -4,6 +4,7 @@
 // mode for `commtool record`. Whatever happens inside, NCCL hears ncclSuccess: the plugin must
 // never fail the job it observes.
 #include "tracing/profiler/plugin_modes.hpp"
+#include "tracing/profiler/record_sink.hpp"
 
 namespace commtool::nccl_profiler {
 
@@ -12,6 +13,7 @@ namespace {
 Result init(void** context, uint64_t comm_id, int* activation_mask, const char* comm_name,
             int nodes, int nranks, int rank, DebugLogger /*log*/) {
   *activation_mask = 0;
+  note_nccl_address(__builtin_return_address(0));  // called from inside NCCL
   *context = record_mode::requested()
                  ? record_mode::init(comm_id, comm_name, nodes, nranks, rank, activation_mask)
                  : trace_mode::init(comm_id, nranks, rank, activation_mask);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -34,12 +35,30 @@ size_t buffer_bytes() {
   return *end == '\0' && value > 0 ? static_cast<size_t>(value) : kRecordBufferBytes;
 }
 
-// NCCL does not tell a v5 plugin its version, but it is loaded in the process that loaded us.
+std::atomic<const void*> nccl_address{nullptr};
+
+// NCCL does not tell a v5 plugin its version; the library that called init has it. Opening it
+// again by name with RTLD_NOLOAD finds the copy already loaded (also a private one) and loads
+// nothing new; a global lookup is the fallback.
 std::string nccl_version() {
   using GetVersion = int (*)(int*);
-  auto get_version = reinterpret_cast<GetVersion>(dlsym(RTLD_DEFAULT, "ncclGetVersion"));
+  GetVersion get_version = nullptr;
+  void* library = nullptr;
+  Dl_info info{};
+  if (const void* address = nccl_address.load();
+      address != nullptr && dladdr(address, &info) != 0 && info.dli_fname != nullptr) {
+    library = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (library != nullptr) {
+      get_version = reinterpret_cast<GetVersion>(dlsym(library, "ncclGetVersion"));
+    }
+  }
+  if (get_version == nullptr) {
+    get_version = reinterpret_cast<GetVersion>(dlsym(RTLD_DEFAULT, "ncclGetVersion"));
+  }
   int code = 0;
-  if (get_version == nullptr || get_version(&code) != 0 || code <= 0) return "";
+  const bool known = get_version != nullptr && get_version(&code) == 0 && code > 0;
+  if (library != nullptr) dlclose(library);  // drops the reference RTLD_NOLOAD took
+  if (!known) return "";
   // NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch.
   return std::to_string(code / 10000) + "." + std::to_string(code % 10000 / 100) + "." +
          std::to_string(code % 100);
@@ -212,6 +231,10 @@ void RecordSink::reset_in_child() {
   failed_ = false;
   buffer_mutex_.unlock();
   write_mutex_.unlock();
+}
+
+void note_nccl_address(const void* address) {
+  nccl_address.store(address);
 }
 
 }  // namespace commtool::nccl_profiler

@@ -24,6 +24,11 @@ inline constexpr int64_t kAlivePeriodNs = 1'000'000'000;
 
 int64_t monotonic_ns();
 
+// An address inside the NCCL library that loaded the plugin (where its init was called from):
+// the proc line's NCCL version is asked of that library. PyTorch loads its own NCCL privately
+// (RTLD_LOCAL), where a global symbol lookup does not find it.
+void note_nccl_address(const void* address);
+
 class RecordSink {
  public:
   // The process's sink; never destroyed, since its writer thread outlives static destruction.
