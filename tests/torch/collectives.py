@@ -175,12 +175,16 @@ class Runner:
         after.record()
         t.cuda.synchronize()
         done = time.perf_counter_ns()
+        # The events bracket the collective on the current stream when it waits for the work:
+        # sync and wait. After a device synchronize, `after` is recorded once the host is back,
+        # so that interval holds the host's wake-up too and is no stream interval.
+        stream_us = before.elapsed_time(after) * 1e3 if mode != "device" else None
         self.check(func, x, y)
         # perf_counter_ns is CLOCK_MONOTONIC on Linux: the clock of the recording's host times.
         self.ops.append({"func": func, "bytes": x.numel() * 4, "count": x.numel(),
                          "dtype": "float32", "mode": mode, "call_start_ns": h0, "call_end_ns": h1,
                          "waited_ns": waited, "done_ns": done,
-                         "stream_us": before.elapsed_time(after) * 1e3})
+                         "stream_us": stream_us})
 
     def run(self):
         sizes = [int(s) for s in self.args.sizes.split(",") if s]
