@@ -68,8 +68,9 @@ inline np::EndLine end_line(const np::StartLine& s, int64_t kernel_host_ns, int6
   e.proto = "SIMPLE";
   e.channels = 2;
   e.warps = 16;
-  e.api = np::Interval{s.t_ns, s.t_ns + 20 * kUs};
-  e.enqueue = np::Interval{s.t_ns + 2 * kUs, s.t_ns + 15 * kUs};
+  // The application's call and NCCL's enqueue before the kernel, as they happen.
+  e.api = np::Interval{kernel_host_ns - 20 * kUs, kernel_host_ns};
+  e.enqueue = np::Interval{kernel_host_ns - 15 * kUs, kernel_host_ns - 2 * kUs};
   e.gpu = np::Interval{kernel_host_ns + gpu_offset_ns, kernel_host_ns + kernel_ns + gpu_offset_ns};
   e.seen = np::Interval{kernel_host_ns + late_ns, kernel_host_ns + kernel_ns + late_ns};
   e.kernel_channels = 2;

@@ -165,6 +165,27 @@ TEST(RecordReport, UnverifiedOperationsAreCountedButNotTimed) {
   EXPECT_DOUBLE_EQ(row.gpu_us.median, 100);
 }
 
+// A kernel cannot start before NCCL enqueued its operation, and a mapped time is never early:
+// stamps that say otherwise are not the operation's own (NCCL 2.28 gave such stale stamps to
+// point-to-point operations of a group launch).
+TEST(RecordReport, GpuStampsFromBeforeTheEnqueueAreCountedNotTimed) {
+  RecordingDir dir;
+  const int64_t t = kMono0 + 1'000'000 * kUs;  // both stamps in one 10 s clock window
+  const auto s0 = start_line(kComm, 0, 0, t);
+  auto stale = end_line(start_line(kComm, 0, 1, t + 200 * kUs), t + 200 * kUs, 10 * kUs);
+  stale.gpu->start_ns -= 50'000 * kUs;  // a stamp 50 ms old
+  dir.append("a.jsonl", lines_of({proc_line(1), end_line(s0, t, 100 * kUs), stale}));
+  const RecordingReport report = analyse_recording(load_recording(dir.path));
+  ASSERT_EQ(report.ops.size(), 1u);
+  EXPECT_EQ(report.ops[0].unverified, 1);
+  EXPECT_EQ(report.ops[0].gpu_us.n, 1);
+  EXPECT_DOUBLE_EQ(report.ops[0].gpu_us.max, 100);
+  ASSERT_FALSE(report.warnings.empty());
+  EXPECT_NE(report.warnings.back().find("1 operation(s) carry GPU stamps that cannot be right"),
+            std::string::npos)
+      << report.warnings.back();
+}
+
 TEST(RecordReport, AHangIsTheVerdictAndTheStandingIsTakenWhenItWasSeen) {
   const RecordingReport report = analyse_recording(load_recording(kFixtures / "hang_rank3"));
   EXPECT_EQ(report.verdict, Verdict::kHang);
@@ -204,9 +225,9 @@ TEST(RecordReport, TheChromeTraceHasATrackPerRankOnTheMappedClock) {
   EXPECT_EQ(gpu, 4);
   EXPECT_EQ(api, 4);
   EXPECT_EQ(enqueue, 4);
-  // The first event (rank 0's api call) is at 0; rank 1's first kernel 40 + 300 us later on the
-  // host clock, plus the 5 us report delay the mapping cannot see.
-  EXPECT_DOUBLE_EQ(rank1_gpu_start, 345.0);
+  // The first event (rank 0's api call, 20 us before its kernel) is at 0; rank 1's first kernel
+  // 20 + 300 us later on the host clock, plus the 5 us report delay the mapping cannot see.
+  EXPECT_DOUBLE_EQ(rank1_gpu_start, 325.0);
 }
 
 }  // namespace

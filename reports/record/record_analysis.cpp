@@ -113,13 +113,15 @@ struct CommStarts {
   std::string name;
 };
 
-void add_operation(RowData& d, const EndLine& e) {
+// `verified`: the end line says complete and its GPU stamps are possible (gpu_possible).
+void add_operation(RowData& d, const EndLine& e, bool verified) {
   ++d.row.rank_operations;
   ++d.ways[tracing::NcclWay{e.algo, e.proto, e.channels, 0}];
   double& slowest = d.slowest_gpu_us.try_emplace(e.op.index, -1.0).first->second;
   // An unverified operation's times are partial (its enqueue [start, start] when the plugin
-  // gave up first, GPU time only of the channels that reported): counted, never timed.
-  if (!e.complete) {
+  // gave up first, GPU time only of the channels that reported) or impossible: counted, never
+  // timed.
+  if (!verified) {
     ++d.row.unverified;
     return;
   }
@@ -187,6 +189,16 @@ void find_stragglers(const std::map<uint64_t, CommStarts>& starts,
   }
 }
 
+// A mapped time is never early: the offset is the smallest report delay, so a mapped GPU time
+// is the true host time plus at most that delay. A kernel mapped to start before NCCL enqueued
+// its operation therefore carries a stamp that is not its own (stale: NCCL 2.28 gave such
+// stamps, tens of ms old, to point-to-point operations sharing a channel in one launch).
+bool gpu_possible(const EndLine& e, const GpuClockMap& clock) {
+  if (!e.gpu) return true;
+  const std::optional<int64_t> start = clock.host_ns(e.gpu->start_ns);
+  return !start || *start >= e.enqueue.start_ns;
+}
+
 }  // namespace
 
 GpuClockMap::GpuClockMap(const ProcessRecord& p) {
@@ -247,6 +259,7 @@ RecordingReport analyse_recording(const Recording& rec) {
   std::map<RowKey, RowData> rows;
   std::map<std::pair<uint64_t, int>, RankData> ranks;
   std::map<uint64_t, CommStarts> starts;
+  uint64_t impossible = 0;
   for (const ProcessRecord& p : rec.processes) {
     const GpuClockMap clock(p);
     report.clocks.push_back(
@@ -271,15 +284,24 @@ RecordingReport analyse_recording(const Recording& rec) {
           d.row.datatype = op.datatype;
           d.row.bytes = nccl_tests_bytes(op.func, op.count, op.datatype, d.row.nranks);
         }
-        add_operation(d, e);
+        const bool possible = gpu_possible(e, clock);
+        if (!possible) ++impossible;
+        add_operation(d, e, e.complete && possible);
         ++rank.row.operations;
-        if (!e.gpu || !e.complete) continue;
+        if (!e.gpu || !e.complete || !possible) continue;
         rank.gpu.push_back(us(e.gpu->end_ns - e.gpu->start_ns));
         if (const auto host = clock.host_ns(e.gpu->start_ns)) {
           comm_starts.by_index[op.index].emplace_back(r.rank, p.wall_ns(*host));
         }
       }
     }
+  }
+  if (impossible > 0) {
+    report.warnings.push_back(fmt::format(
+        "{} operation(s) carry GPU stamps that cannot be right (the kernel mapped to start "
+        "before NCCL enqueued it; seen with NCCL 2.28 on point-to-point operations sharing a "
+        "launch): counted as unverified, not timed",
+        impossible));
   }
   for (auto& [key, d] : rows)
     report.ops.push_back(finish_row(d));

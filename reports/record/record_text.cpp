@@ -110,7 +110,9 @@ std::string op_table(const RecordingReport& r) {
                "GPU us", "busbw GB/s", "NCCL ran"});
   for (const OpRow& row : r.ops) {
     std::string ops = fmt::format("{}", row.operations);
-    if (row.unverified > 0) ops += fmt::format(" ({} unverified)", row.unverified);
+    if (row.unverified > 0) {
+      ops += fmt::format(" ({}/{} unverified)", row.unverified, row.rank_operations);
+    }
     t.add_row({record::comm_label(row.comm, row.comm_name), excerpt(row.func, 40),
                fmt::format("{}", row.count), excerpt(row.datatype, 40),
                row.bytes ? measure::format_byte_size(*row.bytes) : "-", ops,
@@ -122,8 +124,10 @@ std::string op_table(const RecordingReport& r) {
   return "Operations per communicator, function and size (median [min-max] in us. api: the "
          "application's NCCL call and enqueue: NCCL planning and launching it, host clock, every "
          "rank's; GPU: first channel start to last stop, GPU clock, each operation at its slowest "
-         "rank; busbw from the GPU median with nccl-tests' factor. Unverified: ended without every "
-         "channel seen to finish, counted but not timed)\n" +
+         "rank; busbw from the GPU median with nccl-tests' factor. Unverified: of the ranks' "
+         "records "
+         "of those operations, the ones that ended without every channel seen to finish or with "
+         "GPU stamps that cannot be right, counted but not timed)\n" +
          (t.empty() ? "  no operation ended\n" : t.render());
 }
 
