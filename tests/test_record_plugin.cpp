@@ -418,6 +418,26 @@ TEST_F(RecordPluginTest, OneRankOperationsEndAtOnceWithoutGpuTime) {
   finalize(ctx);
 }
 
+TEST_F(RecordPluginTest, ASendToTheRankItselfEndsAtOnceWithoutGpuTime) {
+  // A copy inside the kernel: NCCL reports no channel for it. A send to another rank waits.
+  void* ctx = init(7, /*nranks=*/2, /*rank=*/1);
+  void* api = api_start(ctx);
+  table_->stopEvent(api);
+  void* other = p2p_start(ctx, api, /*peer=*/0, 1);
+  table_->stopEvent(other);
+  void* api2 = api_start(ctx);
+  table_->stopEvent(api2);
+  void* self = p2p_start(ctx, api2, /*peer=*/1, 1);
+  table_->stopEvent(self);
+  wait_for_flush();
+  auto ends = lines_of_kind<EndLine>();
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].op.peer, 1);
+  EXPECT_FALSE(ends[0].gpu.has_value());
+  EXPECT_FALSE(ends[0].complete);
+  finalize(ctx);
+}
+
 TEST_F(RecordPluginTest, AnOperationWithoutChannelsEndsWhenALaterOneCompletes) {
   void* ctx = init(7);
   void* api = api_start(ctx);

@@ -11,7 +11,9 @@
 //
 // Operations that report no channel at all (a 1-rank communicator copies without a kernel;
 // paths without proxy such as symmetric kernels) must still end, without invented GPU times:
-//   - on a 1-rank communicator, as soon as the Coll/P2p and API events have stopped;
+//   - on a 1-rank communicator, and for a send or receive to the rank itself (a copy in the
+//     kernel, with no channel event of its own), as soon as the Coll/P2p and API events have
+//     stopped;
 //   - otherwise when a later operation of the same communicator completes: NCCL runs one
 //     communicator's operations in order, so an earlier one that has reported no channel by
 //     then never will. A clock would be wrong here: queued behind a slow or hung kernel, an
@@ -308,9 +310,17 @@ class Recorder {
       Context* c = op.context;
       end(id, true);
       end_silent_before(c, id);
-    } else if (op.context->nranks == 1 && op.channels_started == 0) {
+    } else if (op.channels_started == 0 && (op.context->nranks == 1 || to_itself(op))) {
       end(id, false);
     }
+  }
+
+  // A send or receive to the rank itself: a copy inside the kernel, which NCCL 2.28 reports no
+  // channel for (seen on the H200 in every all_to_all_single of 2 and 4 ranks). Left to the
+  // next operation's end, it would look in flight through a long compute phase, and a job
+  // recorded with --hang-timeout would be called hung.
+  static bool to_itself(const Operation& op) {
+    return op.line.op.kind == OpKind::kP2p && op.line.op.peer == op.line.op.rank;
   }
 
   // Earlier operations of `c` that were launched and reported no channel: they never will.
