@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -28,12 +29,19 @@ struct RecordOptions {
   bool kill_on_hang = false;
 };
 
+// commtool-record-<UTC date-time> here, or with -2, -3 ... when a recording of the same second
+// is already there (a script that records job after job).
 std::string default_out_dir() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
   gmtime_r(&now, &utc);
-  char name[64];
-  std::strftime(name, sizeof name, "commtool-record-%Y%m%d-%H%M%S", &utc);
+  char stamp[64];
+  std::strftime(stamp, sizeof stamp, "commtool-record-%Y%m%d-%H%M%S", &utc);
+  std::string name = stamp;
+  std::error_code ec;
+  for (int n = 2; std::filesystem::exists(name, ec) && n < 1000; ++n) {
+    name = fmt::format("{}-{}", stamp, n);
+  }
   return name;
 }
 

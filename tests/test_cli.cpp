@@ -776,6 +776,23 @@ TEST(CliRecord, TheJobsCommandLineAndExitStatusPassThrough) {
   EXPECT_EQ(run("record --out " + dir2 + " -- sh -c 'kill -TERM $$'").code, 128 + 15);
 }
 
+TEST(CliRecord, RecordingsOfTheSameSecondGetDirectoriesOfTheirOwn) {
+  TempDir tmp;
+  const fs::path cwd = fs::current_path();
+  fs::current_path(tmp.path);  // the default directory is made here
+  const int first = run("record -- true").code;
+  const int second = run("record -- true").code;
+  const int third = run("record -- true").code;
+  fs::current_path(cwd);
+  EXPECT_EQ(first, 0);
+  EXPECT_EQ(second, 0);
+  EXPECT_EQ(third, 0);
+  int recordings = 0;
+  for (const auto& entry : fs::directory_iterator(tmp.path))
+    recordings += fs::exists(entry.path() / "record.json");
+  EXPECT_EQ(recordings, 3);
+}
+
 TEST(CliRecord, AJobThatCannotStartIsUsageErrorAndLeavesNoDirectory) {
   TempDir tmp;
   const std::string dir = (tmp.path / "rec").string();
