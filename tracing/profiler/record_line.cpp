@@ -430,7 +430,493 @@ RecordLine read_line(const json& j) {
                   excerpt(k->dump())));
 }
 
+// ---- reading, fast path: the plugin's own lines without a JSON document ----------------------
+//
+// Building an nlohmann document per line (a std::map, a std::string per key) is most of what
+// `commtool report` spends on a recording. The plugin writes one fixed shape (LineWriter above),
+// so this scanner reads that shape only and gives up (std::nullopt) at the first byte it does
+// not expect; the slow reader then decides, so what is accepted and every error stay its own.
+// Giving up is always safe; accepting is only allowed where the slow reader returns the same
+// value, which tests/test_record_line.cpp and tests/fuzz/fuzz_record_lines.cpp check.
+
+// Every key any kind of line has, except "k". A key outside its kind's set, a second "k", or one
+// seen twice (nlohmann keeps the last) makes the scanner give up.
+enum class Key : uint8_t {
+  kV,
+  kPid,
+  kHost,
+  kRealtime,
+  kMono,
+  kNccl,
+  kComm,
+  kRank,
+  kNranks,
+  kNodes,
+  kName,
+  kT,
+  kIndex,
+  kKind,
+  kSeq,
+  kFunc,
+  kCount,
+  kDtype,
+  kPeer,
+  kRoot,
+  kAlgo,
+  kProto,
+  kCh,
+  kWarps,
+  kApi,
+  kEnq,
+  kGpu,
+  kSeen,
+  kKch,
+  kComplete,
+  kGraph,
+  kLines,
+  kSince,
+  kUnknown
+};
+
+static_assert(static_cast<unsigned>(Key::kUnknown) < 64, "a key set is a 64-bit mask");
+
+constexpr uint64_t bit(Key key) {
+  return uint64_t{1} << static_cast<unsigned>(key);
+}
+
+template <class... Keys>
+constexpr uint64_t bits(Keys... keys) {
+  return (bit(keys) | ...);
+}
+
+Key key_of(std::string_view s) {
+  switch (s.size()) {
+    case 1:
+      if (s[0] == 'v') return Key::kV;
+      if (s[0] == 't') return Key::kT;
+      break;
+    case 2:
+      if (s == "ch") return Key::kCh;
+      break;
+    case 3:
+      if (s == "pid") return Key::kPid;
+      if (s == "seq") return Key::kSeq;
+      if (s == "api") return Key::kApi;
+      if (s == "enq") return Key::kEnq;
+      if (s == "gpu") return Key::kGpu;
+      if (s == "kch") return Key::kKch;
+      break;
+    case 4:
+      if (s == "comm") return Key::kComm;
+      if (s == "rank") return Key::kRank;
+      if (s == "kind") return Key::kKind;
+      if (s == "func") return Key::kFunc;
+      if (s == "peer") return Key::kPeer;
+      if (s == "root") return Key::kRoot;
+      if (s == "algo") return Key::kAlgo;
+      if (s == "seen") return Key::kSeen;
+      if (s == "host") return Key::kHost;
+      if (s == "mono") return Key::kMono;
+      if (s == "nccl") return Key::kNccl;
+      if (s == "name") return Key::kName;
+      break;
+    case 5:
+      if (s == "index") return Key::kIndex;
+      if (s == "count") return Key::kCount;
+      if (s == "dtype") return Key::kDtype;
+      if (s == "proto") return Key::kProto;
+      if (s == "warps") return Key::kWarps;
+      if (s == "graph") return Key::kGraph;
+      if (s == "nodes") return Key::kNodes;
+      if (s == "lines") return Key::kLines;
+      if (s == "since") return Key::kSince;
+      break;
+    case 6:
+      if (s == "nranks") return Key::kNranks;
+      break;
+    case 8:
+      if (s == "realtime") return Key::kRealtime;
+      if (s == "complete") return Key::kComplete;
+      break;
+    default:
+      break;
+  }
+  return Key::kUnknown;
+}
+
+// The keys of each kind: read_line above reads every one of them with Fields::at, so each is
+// required, and nothing else may appear (the slow reader ignores unknown keys; this one gives up).
+constexpr uint64_t kProcKeys =
+    bits(Key::kV, Key::kPid, Key::kHost, Key::kRealtime, Key::kMono, Key::kNccl);
+constexpr uint64_t kCommKeys =
+    bits(Key::kComm, Key::kRank, Key::kNranks, Key::kNodes, Key::kName, Key::kT);
+constexpr uint64_t kStartKeys = bits(Key::kComm, Key::kRank, Key::kIndex, Key::kKind, Key::kSeq,
+                                     Key::kFunc, Key::kCount, Key::kDtype, Key::kPeer, Key::kT);
+constexpr uint64_t kEndKeys =
+    kStartKeys | bits(Key::kRoot, Key::kAlgo, Key::kProto, Key::kCh, Key::kWarps, Key::kApi,
+                      Key::kEnq, Key::kGpu, Key::kSeen, Key::kKch, Key::kComplete, Key::kGraph);
+constexpr uint64_t kAliveKeys = bits(Key::kT);
+constexpr uint64_t kFinKeys = bits(Key::kComm, Key::kRank, Key::kT);
+constexpr uint64_t kDropKeys = bits(Key::kLines, Key::kSince, Key::kT);
+
+// Every value of any kind, as read so far; which ones are set is the caller's mask.
+struct ScannedValues {
+  int64_t pid = 0, realtime = 0, mono = 0, t = 0, since = 0;
+  int version = 0, rank = 0, nranks = 0, nodes = 0, peer = 0, root = 0, ch = 0, warps = 0, kch = 0;
+  uint64_t comm = 0, index = 0, count = 0, lines = 0;
+  std::optional<uint64_t> seq;
+  std::string_view host, nccl, name, func, dtype, algo, proto;
+  OpKind kind = OpKind::kCollective;
+  std::optional<Interval> api, gpu, seen;
+  Interval enq;
+  bool complete = false, graph = false;
+};
+
+// Each reader consumes one value at p_ and returns false, leaving p_ anywhere, where the text is
+// not that value in the plugin's form or the value is out of the slow reader's range.
+class Scanner {
+ public:
+  explicit Scanner(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+
+  bool at_end() const { return p_ == end_; }
+
+  bool take(char c) {
+    if (p_ == end_ || *p_ != c) return false;
+    ++p_;
+    return true;
+  }
+
+  bool take(std::string_view literal) {
+    if (static_cast<size_t>(end_ - p_) < literal.size() ||
+        std::string_view(p_, literal.size()) != literal) {
+      return false;
+    }
+    p_ += literal.size();
+    return true;
+  }
+
+  // Printable ASCII without '"' or '\\': nlohmann then reads the same bytes (escapes, control
+  // characters and UTF-8, which it checks, are the slow reader's).
+  bool string(std::string_view& out) {
+    if (!take('"')) return false;
+    const char* start = p_;
+    for (; p_ != end_; ++p_) {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        out = std::string_view(start, static_cast<size_t>(p_ - start));
+        ++p_;
+        return true;
+      }
+      if (c < 0x20 || c >= 0x80 || c == '\\') return false;
+    }
+    return false;
+  }
+
+  // An integer as JSON writes it: '-'? then 0 or a digit 1-9 and more digits; its magnitude must
+  // fit in uint64_t (nlohmann reads a larger one as a double, which the slow reader refuses).
+  // "-0" is left to the slow reader (nlohmann: a signed 0). What follows is the caller's: a '.'
+  // or an 'e' there is no ',', '}' or ']'.
+  bool number(bool& negative, uint64_t& magnitude) {
+    negative = take('-');
+    if (p_ == end_ || *p_ < '0' || *p_ > '9') return false;
+    if (*p_ == '0') {
+      ++p_;
+      magnitude = 0;
+      return !negative;
+    }
+    uint64_t value = 0;
+    for (; p_ != end_ && *p_ >= '0' && *p_ <= '9'; ++p_) {
+      const auto digit = static_cast<uint64_t>(*p_ - '0');
+      if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) return false;
+      value = value * 10 + digit;
+    }
+    magnitude = value;
+    return true;
+  }
+
+  // Fields::integer: an integer from lowest to highest.
+  bool integer(int64_t lowest, int64_t highest, int64_t& out) {
+    bool negative = false;
+    uint64_t magnitude = 0;
+    if (!number(negative, magnitude)) return false;
+    if (magnitude > static_cast<uint64_t>(kMaxInt64)) return false;
+    const int64_t value =
+        negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+    if (value < lowest || value > highest) return false;
+    out = value;
+    return true;
+  }
+
+  // Fields::integer32
+  bool integer32(int lowest, int& out) {
+    int64_t value = 0;
+    if (!integer(lowest, kMaxInt, value)) return false;
+    out = static_cast<int>(value);
+    return true;
+  }
+
+  // Fields::count: an integer from 0 to 2^64-1.
+  bool count(uint64_t& out) {
+    bool negative = false;
+    return number(negative, out) && !negative;
+  }
+
+  // Fields::optional_count
+  bool optional_count(std::optional<uint64_t>& out) {
+    if (take("null")) {
+      out.reset();
+      return true;
+    }
+    uint64_t value = 0;
+    if (!count(value)) return false;
+    out = value;
+    return true;
+  }
+
+  // Fields::comm_id: 16 lowercase hexadecimal digits in a string.
+  bool comm_id(uint64_t& out) {
+    std::string_view text;
+    if (!string(text) || text.size() != 16) return false;
+    uint64_t id = 0;
+    for (char c : text) {
+      uint64_t digit = 0;
+      if (c >= '0' && c <= '9') {
+        digit = static_cast<uint64_t>(c - '0');
+      } else if (c >= 'a' && c <= 'f') {
+        digit = static_cast<uint64_t>(c - 'a' + 10);
+      } else {
+        return false;
+      }
+      id = (id << 4) | digit;
+    }
+    out = id;
+    return true;
+  }
+
+  // Fields::interval: [start,end], both from 0 to INT64_MAX, end not before start.
+  bool interval(Interval& out) {
+    Interval value;
+    if (!take('[') || !integer(0, kMaxInt64, value.start_ns) || !take(',') ||
+        !integer(0, kMaxInt64, value.end_ns) || !take(']') || value.end_ns < value.start_ns) {
+      return false;
+    }
+    out = value;
+    return true;
+  }
+
+  // Fields::optional_interval
+  bool optional_interval(std::optional<Interval>& out) {
+    if (take("null")) {
+      out.reset();
+      return true;
+    }
+    Interval value;
+    if (!interval(value)) return false;
+    out = value;
+    return true;
+  }
+
+  // Fields::boolean
+  bool boolean(bool& out) {
+    if (take("true")) {
+      out = true;
+      return true;
+    }
+    if (take("false")) {
+      out = false;
+      return true;
+    }
+    return false;
+  }
+
+  // The value of `key` into `v`, with the slow reader's checks for it.
+  bool value(Key key, ScannedValues& v) {
+    switch (key) {
+      case Key::kV:
+        return integer32(0, v.version) && v.version == kRecordFormatVersion;
+      case Key::kPid:
+        return integer(0, kMaxInt64, v.pid);
+      case Key::kHost:
+        return string(v.host);
+      case Key::kRealtime:
+        return integer(0, kMaxInt64, v.realtime);
+      case Key::kMono:
+        return integer(0, kMaxInt64, v.mono);
+      case Key::kNccl:
+        return string(v.nccl);
+      case Key::kComm:
+        return comm_id(v.comm);
+      case Key::kRank:
+        return integer32(0, v.rank);
+      case Key::kNranks:
+        return integer32(1, v.nranks);
+      case Key::kNodes:
+        return integer32(0, v.nodes);
+      case Key::kName:
+        return string(v.name);
+      case Key::kT:
+        return integer(0, kMaxInt64, v.t);
+      case Key::kIndex:
+        return count(v.index);
+      case Key::kKind: {
+        std::string_view kind;
+        if (!string(kind)) return false;
+        if (kind == "coll") {
+          v.kind = OpKind::kCollective;
+        } else if (kind == "p2p") {
+          v.kind = OpKind::kP2p;
+        } else {
+          return false;
+        }
+        return true;
+      }
+      case Key::kSeq:
+        return optional_count(v.seq);
+      case Key::kFunc:
+        return string(v.func);
+      case Key::kCount:
+        return count(v.count);
+      case Key::kDtype:
+        return string(v.dtype);
+      case Key::kPeer:
+        return integer32(-1, v.peer);
+      case Key::kRoot:
+        return integer32(-1, v.root);
+      case Key::kAlgo:
+        return string(v.algo);
+      case Key::kProto:
+        return string(v.proto);
+      case Key::kCh:
+        return integer32(0, v.ch);
+      case Key::kWarps:
+        return integer32(0, v.warps);
+      case Key::kApi:
+        return optional_interval(v.api);
+      case Key::kEnq:
+        return interval(v.enq);
+      case Key::kGpu:
+        return optional_interval(v.gpu);
+      case Key::kSeen:
+        return optional_interval(v.seen);
+      case Key::kKch:
+        return integer32(0, v.kch);
+      case Key::kComplete:
+        return boolean(v.complete);
+      case Key::kGraph:
+        return boolean(v.graph);
+      case Key::kLines:
+        return count(v.lines);
+      case Key::kSince:
+        return integer(0, kMaxInt64, v.since);
+      case Key::kUnknown:
+        break;
+    }
+    return false;
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+};
+
+StartLine operation_of(const ScannedValues& v) {
+  StartLine op;
+  op.comm = v.comm;
+  op.rank = v.rank;
+  op.index = v.index;
+  op.kind = v.kind;
+  op.seq = v.seq;
+  op.func = v.func;
+  op.count = v.count;
+  op.datatype = v.dtype;
+  op.peer = v.peer;
+  op.t_ns = v.t;
+  return op;
+}
+
 }  // namespace
+
+namespace detail {
+
+std::optional<RecordLine> parse_line_fast(std::string_view text) {
+  Scanner s(text);
+  std::string_view kind;
+  if (!s.take("{\"k\":") || !s.string(kind)) return std::nullopt;
+  enum class Kind { kProc, kComm, kStart, kEnd, kAlive, kFin, kDrop };
+  Kind k{};
+  uint64_t expected = 0;
+  if (kind == "end") {
+    k = Kind::kEnd, expected = kEndKeys;
+  } else if (kind == "start") {
+    k = Kind::kStart, expected = kStartKeys;
+  } else if (kind == "alive") {
+    k = Kind::kAlive, expected = kAliveKeys;
+  } else if (kind == "comm") {
+    k = Kind::kComm, expected = kCommKeys;
+  } else if (kind == "proc") {
+    k = Kind::kProc, expected = kProcKeys;
+  } else if (kind == "fin") {
+    k = Kind::kFin, expected = kFinKeys;
+  } else if (kind == "drop") {
+    k = Kind::kDrop, expected = kDropKeys;
+  } else {
+    return std::nullopt;
+  }
+  ScannedValues v;
+  uint64_t seen = 0;
+  while (s.take(',')) {
+    std::string_view name;
+    if (!s.string(name) || !s.take(':')) return std::nullopt;
+    const Key key = key_of(name);
+    if (key == Key::kUnknown || (expected & bit(key)) == 0 || (seen & bit(key)) != 0) {
+      return std::nullopt;
+    }
+    if (!s.value(key, v)) return std::nullopt;
+    seen |= bit(key);
+  }
+  if (!s.take('}') || !s.at_end() || seen != expected) return std::nullopt;
+  switch (k) {
+    case Kind::kProc:
+      return ProcLine{v.version,  v.pid,  std::string(v.host),
+                      v.realtime, v.mono, std::string(v.nccl)};
+    case Kind::kComm:
+      return CommLine{v.comm, v.rank, v.nranks, v.nodes, std::string(v.name), v.t};
+    case Kind::kStart:
+      return operation_of(v);
+    case Kind::kEnd: {
+      EndLine l;
+      l.op = operation_of(v);
+      l.root = v.root;
+      l.algo = v.algo;
+      l.proto = v.proto;
+      l.channels = v.ch;
+      l.warps = v.warps;
+      l.api = v.api;
+      l.enqueue = v.enq;
+      l.gpu = v.gpu;
+      l.seen = v.seen;
+      l.kernel_channels = v.kch;
+      l.complete = v.complete;
+      l.graph_captured = v.graph;
+      return l;
+    }
+    case Kind::kAlive:
+      return AliveLine{v.t};
+    case Kind::kFin:
+      return FinLine{v.comm, v.rank, v.t};
+    case Kind::kDrop:
+      return DropLine{v.lines, v.since, v.t};
+  }
+  return std::nullopt;
+}
+
+std::optional<RecordLine> parse_line_slow(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return std::nullopt;
+  return read_line(j);
+}
+
+}  // namespace detail
 
 std::string to_line(const RecordLine& line) {
   std::string out;
@@ -446,9 +932,8 @@ void append_line(std::string& out, const RecordLine& line) {
 }
 
 std::optional<RecordLine> parse_line(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return std::nullopt;
-  return read_line(j);
+  if (std::optional<RecordLine> line = detail::parse_line_fast(text)) return line;
+  return detail::parse_line_slow(text);
 }
 
 }  // namespace commtool::nccl_profiler

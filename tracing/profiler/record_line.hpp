@@ -148,4 +148,22 @@ void append_line(std::string& out, const RecordLine& line);
 // ignored, so a later version may add some.
 std::optional<RecordLine> parse_line(std::string_view text);
 
+namespace detail {
+
+// parse_line's two readers, exposed so tests can hold them to each other. parse_line tries the
+// fast one and falls back on the slow one, which alone defines what is accepted and every error.
+
+// The reference: a JSON document (nlohmann), read key by key. parse_line's contract above.
+std::optional<RecordLine> parse_line_slow(std::string_view text);
+
+// Exactly the lines the plugin writes for names without escapes: one flat object, no
+// whitespace, "k" first, every key of the kind once and no other, strings of printable ASCII
+// without a backslash, integers without sign or fraction but a leading '-' where -1 is legal,
+// [start,end] or null, true/false; every value in range. Returns what parse_line_slow returns
+// for such a line, or std::nullopt for anything else, which means "ask the slow reader" (never
+// "not JSON"). Throws nothing but std::bad_alloc.
+std::optional<RecordLine> parse_line_fast(std::string_view text);
+
+}  // namespace detail
+
 }  // namespace commtool::nccl_profiler
