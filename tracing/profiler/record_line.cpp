@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <charconv>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -489,54 +491,61 @@ constexpr uint64_t bits(Keys... keys) {
   return (bit(keys) | ...);
 }
 
+// `s`, whose size the caller has checked, is `literal`: a compare of a constant size, which the
+// compiler turns into a load or two, where string_view's == calls memcmp.
+template <size_t N>
+bool is(std::string_view s, const char (&literal)[N]) {
+  return std::memcmp(s.data(), literal, N - 1) == 0;
+}
+
 Key key_of(std::string_view s) {
   switch (s.size()) {
     case 1:
-      if (s[0] == 'v') return Key::kV;
-      if (s[0] == 't') return Key::kT;
+      if (is(s, "v")) return Key::kV;
+      if (is(s, "t")) return Key::kT;
       break;
     case 2:
-      if (s == "ch") return Key::kCh;
+      if (is(s, "ch")) return Key::kCh;
       break;
     case 3:
-      if (s == "pid") return Key::kPid;
-      if (s == "seq") return Key::kSeq;
-      if (s == "api") return Key::kApi;
-      if (s == "enq") return Key::kEnq;
-      if (s == "gpu") return Key::kGpu;
-      if (s == "kch") return Key::kKch;
+      if (is(s, "pid")) return Key::kPid;
+      if (is(s, "seq")) return Key::kSeq;
+      if (is(s, "api")) return Key::kApi;
+      if (is(s, "enq")) return Key::kEnq;
+      if (is(s, "gpu")) return Key::kGpu;
+      if (is(s, "kch")) return Key::kKch;
       break;
     case 4:
-      if (s == "comm") return Key::kComm;
-      if (s == "rank") return Key::kRank;
-      if (s == "kind") return Key::kKind;
-      if (s == "func") return Key::kFunc;
-      if (s == "peer") return Key::kPeer;
-      if (s == "root") return Key::kRoot;
-      if (s == "algo") return Key::kAlgo;
-      if (s == "seen") return Key::kSeen;
-      if (s == "host") return Key::kHost;
-      if (s == "mono") return Key::kMono;
-      if (s == "nccl") return Key::kNccl;
-      if (s == "name") return Key::kName;
+      if (is(s, "comm")) return Key::kComm;
+      if (is(s, "rank")) return Key::kRank;
+      if (is(s, "kind")) return Key::kKind;
+      if (is(s, "func")) return Key::kFunc;
+      if (is(s, "peer")) return Key::kPeer;
+      if (is(s, "root")) return Key::kRoot;
+      if (is(s, "algo")) return Key::kAlgo;
+      if (is(s, "seen")) return Key::kSeen;
+      if (is(s, "host")) return Key::kHost;
+      if (is(s, "mono")) return Key::kMono;
+      if (is(s, "nccl")) return Key::kNccl;
+      if (is(s, "name")) return Key::kName;
       break;
     case 5:
-      if (s == "index") return Key::kIndex;
-      if (s == "count") return Key::kCount;
-      if (s == "dtype") return Key::kDtype;
-      if (s == "proto") return Key::kProto;
-      if (s == "warps") return Key::kWarps;
-      if (s == "graph") return Key::kGraph;
-      if (s == "nodes") return Key::kNodes;
-      if (s == "lines") return Key::kLines;
-      if (s == "since") return Key::kSince;
+      if (is(s, "index")) return Key::kIndex;
+      if (is(s, "count")) return Key::kCount;
+      if (is(s, "dtype")) return Key::kDtype;
+      if (is(s, "proto")) return Key::kProto;
+      if (is(s, "warps")) return Key::kWarps;
+      if (is(s, "graph")) return Key::kGraph;
+      if (is(s, "nodes")) return Key::kNodes;
+      if (is(s, "lines")) return Key::kLines;
+      if (is(s, "since")) return Key::kSince;
       break;
     case 6:
-      if (s == "nranks") return Key::kNranks;
+      if (is(s, "nranks")) return Key::kNranks;
       break;
     case 8:
-      if (s == "realtime") return Key::kRealtime;
-      if (s == "complete") return Key::kComplete;
+      if (is(s, "realtime")) return Key::kRealtime;
+      if (is(s, "complete")) return Key::kComplete;
       break;
     default:
       break;
@@ -572,6 +581,14 @@ struct ScannedValues {
   bool complete = false, graph = false;
 };
 
+// The bytes Scanner::string takes inside a string: printable ASCII but '"' and '\\'.
+constexpr std::array<bool, 256> kPlainStringByte = [] {
+  std::array<bool, 256> plain{};
+  for (int c = 0x20; c < 0x80; ++c)
+    plain[static_cast<size_t>(c)] = c != '"' && c != '\\';
+  return plain;
+}();
+
 // Each reader consumes one value at p_ and returns false, leaving p_ anywhere, where the text is
 // not that value in the plugin's form or the value is out of the slow reader's range.
 class Scanner {
@@ -586,12 +603,12 @@ class Scanner {
     return true;
   }
 
-  bool take(std::string_view literal) {
-    if (static_cast<size_t>(end_ - p_) < literal.size() ||
-        std::string_view(p_, literal.size()) != literal) {
+  template <size_t N>
+  bool take(const char (&literal)[N]) {
+    if (static_cast<size_t>(end_ - p_) < N - 1 || std::memcmp(p_, literal, N - 1) != 0) {
       return false;
     }
-    p_ += literal.size();
+    p_ += N - 1;
     return true;
   }
 
@@ -600,16 +617,12 @@ class Scanner {
   bool string(std::string_view& out) {
     if (!take('"')) return false;
     const char* start = p_;
-    for (; p_ != end_; ++p_) {
-      const auto c = static_cast<unsigned char>(*p_);
-      if (c == '"') {
-        out = std::string_view(start, static_cast<size_t>(p_ - start));
-        ++p_;
-        return true;
-      }
-      if (c < 0x20 || c >= 0x80 || c == '\\') return false;
-    }
-    return false;
+    while (p_ != end_ && kPlainStringByte[static_cast<unsigned char>(*p_)])
+      ++p_;
+    if (p_ == end_ || *p_ != '"') return false;
+    out = std::string_view(start, static_cast<size_t>(p_ - start));
+    ++p_;
+    return true;
   }
 
   // An integer as JSON writes it: '-'? then 0 or a digit 1-9 and more digits; its magnitude must
@@ -625,10 +638,11 @@ class Scanner {
       return !negative;
     }
     uint64_t value = 0;
-    for (; p_ != end_ && *p_ >= '0' && *p_ <= '9'; ++p_) {
-      const auto digit = static_cast<uint64_t>(*p_ - '0');
-      if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) return false;
-      value = value * 10 + digit;
+    for (unsigned digit; p_ != end_ && (digit = static_cast<unsigned>(*p_ - '0')) < 10; ++p_) {
+      if (__builtin_mul_overflow(value, 10u, &value) ||
+          __builtin_add_overflow(value, digit, &value)) {
+        return false;
+      }
     }
     magnitude = value;
     return true;
@@ -761,9 +775,9 @@ class Scanner {
       case Key::kKind: {
         std::string_view kind;
         if (!string(kind)) return false;
-        if (kind == "coll") {
+        if (kind.size() == 4 && is(kind, "coll")) {
           v.kind = OpKind::kCollective;
-        } else if (kind == "p2p") {
+        } else if (kind.size() == 3 && is(kind, "p2p")) {
           v.kind = OpKind::kP2p;
         } else {
           return false;
@@ -845,19 +859,19 @@ std::optional<RecordLine> parse_line_fast(std::string_view text) {
   enum class Kind { kProc, kComm, kStart, kEnd, kAlive, kFin, kDrop };
   Kind k{};
   uint64_t expected = 0;
-  if (kind == "end") {
+  if (kind.size() == 3 && is(kind, "end")) {
     k = Kind::kEnd, expected = kEndKeys;
-  } else if (kind == "start") {
+  } else if (kind.size() == 5 && is(kind, "start")) {
     k = Kind::kStart, expected = kStartKeys;
-  } else if (kind == "alive") {
+  } else if (kind.size() == 5 && is(kind, "alive")) {
     k = Kind::kAlive, expected = kAliveKeys;
-  } else if (kind == "comm") {
+  } else if (kind.size() == 4 && is(kind, "comm")) {
     k = Kind::kComm, expected = kCommKeys;
-  } else if (kind == "proc") {
+  } else if (kind.size() == 4 && is(kind, "proc")) {
     k = Kind::kProc, expected = kProcKeys;
-  } else if (kind == "fin") {
+  } else if (kind.size() == 3 && is(kind, "fin")) {
     k = Kind::kFin, expected = kFinKeys;
-  } else if (kind == "drop") {
+  } else if (kind.size() == 4 && is(kind, "drop")) {
     k = Kind::kDrop, expected = kDropKeys;
   } else {
     return std::nullopt;
