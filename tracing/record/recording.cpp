@@ -125,23 +125,23 @@ void RecordingReader::read_file(File& f) {
 
 namespace {
 
-// Applies one parsed line to the process it came from. `where` is "file:line" for errors.
+// Applies one parsed line to the process it came from. `path` and `line` name it in errors.
 class Apply {
  public:
   Apply(ProcessRecord& p, Recording& rec, Retention retention, uint64_t max_operations,
-        const std::string& where, uint64_t line, std::vector<std::vector<uint64_t>>& end_lines,
+        const std::string& path, uint64_t line, std::vector<std::vector<uint64_t>>& end_lines,
         std::vector<uint64_t>& init_lines)
       : p_(p),
         rec_(rec),
         retention_(retention),
         max_operations_(max_operations),
-        where_(where),
+        path_(path),
         line_(line),
         end_lines_(end_lines),
         init_lines_(init_lines) {}
 
   void operator()(const ProcLine&) {
-    throw usage_error(fmt::format("{}: a second proc line (the process's is line 1)", where_));
+    throw usage_error(fmt::format("{}: a second proc line (the process's is line 1)", where()));
   }
 
   void operator()(const CommLine& c) {
@@ -151,7 +151,7 @@ class Apply {
       throw usage_error(
           fmt::format("{}: communicator {:016x} rank {} initialised again (first on "
                       "line {})",
-                      where_, c.comm, c.rank, init_lines_[r]));
+                      where(), c.comm, c.rank, init_lines_[r]));
     }
     rank.init = c;
     init_lines_[r] = line_;
@@ -164,7 +164,7 @@ class Apply {
       throw usage_error(
           fmt::format("{}: communicator {:016x} rank {} started operation {} again "
                       "before it ended",
-                      where_, s.comm, s.rank, s.index));
+                      where(), s.comm, s.rank, s.index));
     }
     ++rank.started;
     if (rank.in_flight.size() > kMaxInFlightPerRank) {
@@ -174,7 +174,8 @@ class Apply {
     seen(s.t_ns);
   }
 
-  void operator()(const EndLine& e) {
+  // By value: parse_line's line is moved in, and from here into the recording.
+  void operator()(EndLine e) {
     const size_t r = rank_of(e.op.comm, e.op.rank);
     RankRecord& rank = p_.ranks[r];
     rank.in_flight.erase(e.op.index);
@@ -186,9 +187,9 @@ class Apply {
         throw usage_error(
             fmt::format("{}: more than {} operations in the recording; commtool "
                         "report reads at most that many",
-                        where_, max_operations_));
+                        where(), max_operations_));
       }
-      rank.ops.push_back(e);
+      rank.ops.push_back(std::move(e));
       end_lines_[r].push_back(line_);
     }
     seen(std::max(e.enqueue.end_ns, e.seen ? e.seen->end_ns : e.enqueue.end_ns));
@@ -225,11 +226,13 @@ class Apply {
 
   void seen(int64_t t_ns) { p_.last_t_ns = std::max(p_.last_t_ns, t_ns); }
 
+  std::string where() const { return fmt::format("{}:{}", path_, line_); }
+
   ProcessRecord& p_;
   Recording& rec_;
   Retention retention_;
   uint64_t max_operations_;
-  const std::string& where_;
+  const std::string& path_;
   uint64_t line_;
   std::vector<std::vector<uint64_t>>& end_lines_;
   std::vector<uint64_t>& init_lines_;
@@ -239,18 +242,19 @@ class Apply {
 
 void RecordingReader::consume(File& f, std::string_view text) {
   ++f.line;
-  const std::string where = fmt::format("{}:{}", f.file.path(), f.line);
+  // "file:line", for errors only: formatting it for every line cost more than reading some.
+  const auto where = [&f] { return fmt::format("{}:{}", f.file.path(), f.line); };
   std::optional<RecordLine> line;
   try {
     line = nccl_profiler::parse_line(text);
   } catch (const Error& e) {
-    throw usage_error(fmt::format("{}: {}", where, e.what()));
+    throw usage_error(fmt::format("{}: {}", where(), e.what()));
   }
   if (!line) {
     throw usage_error(
         fmt::format("{}: not a record line (not JSON): {}; only a file's last line "
                     "may be cut off, once the job has ended",
-                    where, excerpt(text)));
+                    where(), excerpt(text)));
   }
   ProcessRecord& p = recording_.processes[f.process];
   if (!p.proc) {
@@ -259,15 +263,15 @@ void RecordingReader::consume(File& f, std::string_view text) {
       throw usage_error(
           fmt::format("{}: a {} line first; a process's file starts with its proc "
                       "line",
-                      where, kind_name(*line)));
+                      where(), kind_name(*line)));
     }
     p.proc = *proc;
     ++p.lines;
     return;
   }
-  std::visit(Apply(p, recording_, retention_, limits_.max_operations, where, f.line,
+  std::visit(Apply(p, recording_, retention_, limits_.max_operations, f.file.path(), f.line,
                    f.end_line_numbers, f.init_lines),
-             *line);
+             std::move(*line));
   ++p.lines;
 }
 
