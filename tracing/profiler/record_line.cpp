@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "probes/base/error.hpp"
 
@@ -494,11 +496,11 @@ constexpr uint64_t bits(Keys... keys) {
 // `s`, whose size the caller has checked, is `literal`: a compare of a constant size, which the
 // compiler turns into a load or two, where string_view's == calls memcmp.
 template <size_t N>
-bool is(std::string_view s, const char (&literal)[N]) {
-  return std::memcmp(s.data(), literal, N - 1) == 0;
+constexpr bool is(std::string_view s, const char (&literal)[N]) {
+  return std::char_traits<char>::compare(s.data(), literal, N - 1) == 0;
 }
 
-Key key_of(std::string_view s) {
+constexpr Key key_of(std::string_view s) {
   switch (s.size()) {
     case 1:
       if (is(s, "v")) return Key::kV;
@@ -568,6 +570,70 @@ constexpr uint64_t kAliveKeys = bits(Key::kT);
 constexpr uint64_t kFinKeys = bits(Key::kComm, Key::kRank, Key::kT);
 constexpr uint64_t kDropKeys = bits(Key::kLines, Key::kSince, Key::kT);
 
+// Each key's name, by Key.
+constexpr std::string_view kKeyNames[] = {
+    "v",     "pid",  "host",     "realtime", "mono",  "nccl",  "comm", "rank",  "nranks",
+    "nodes", "name", "t",        "index",    "kind",  "seq",   "func", "count", "dtype",
+    "peer",  "root", "algo",     "proto",    "ch",    "warps", "api",  "enq",   "gpu",
+    "seen",  "kch",  "complete", "graph",    "lines", "since"};
+static_assert(std::size(kKeyNames) == static_cast<size_t>(Key::kUnknown));
+static_assert([] {
+  for (size_t i = 0; i < std::size(kKeyNames); ++i) {
+    if (key_of(kKeyNames[i]) != static_cast<Key>(i)) return false;
+  }
+  return true;
+}());
+
+// The keys of each kind in the order LineWriter writes them: the next key is nearly always the
+// one expected, which Scanner::take_key checks in two 8-byte compares instead of reading a string
+// and looking it up.
+constexpr Key kProcOrder[] = {Key::kV,        Key::kPid,  Key::kHost,
+                              Key::kRealtime, Key::kMono, Key::kNccl};
+constexpr Key kCommOrder[] = {Key::kComm,  Key::kRank, Key::kNranks,
+                              Key::kNodes, Key::kName, Key::kT};
+constexpr Key kStartOrder[] = {Key::kComm, Key::kRank,  Key::kIndex, Key::kKind, Key::kSeq,
+                               Key::kFunc, Key::kCount, Key::kDtype, Key::kPeer, Key::kT};
+constexpr Key kEndOrder[] = {Key::kComm,     Key::kRank,  Key::kIndex, Key::kKind, Key::kSeq,
+                             Key::kFunc,     Key::kCount, Key::kDtype, Key::kPeer, Key::kT,
+                             Key::kRoot,     Key::kAlgo,  Key::kProto, Key::kCh,   Key::kWarps,
+                             Key::kApi,      Key::kEnq,   Key::kGpu,   Key::kSeen, Key::kKch,
+                             Key::kComplete, Key::kGraph};
+constexpr Key kAliveOrder[] = {Key::kT};
+constexpr Key kFinOrder[] = {Key::kComm, Key::kRank, Key::kT};
+constexpr Key kDropOrder[] = {Key::kLines, Key::kSince, Key::kT};
+
+// `"name":` of a key as two little-endian 8-byte words and the masks of its bytes in them.
+struct KeyPattern {
+  uint64_t low = 0, high = 0, low_mask = 0, high_mask = 0;
+  size_t size = 0;
+};
+
+constexpr std::array<KeyPattern, std::size(kKeyNames)> kKeyPatterns = [] {
+  std::array<KeyPattern, std::size(kKeyNames)> patterns{};
+  for (size_t k = 0; k < patterns.size(); ++k) {
+    std::array<char, 16> text{};
+    size_t n = 0;
+    text[n++] = '"';
+    for (char c : kKeyNames[k])
+      text[n++] = c;
+    text[n++] = '"';
+    text[n++] = ':';
+    KeyPattern& p = patterns[k];
+    p.size = n;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t byte = static_cast<unsigned char>(text[i]);
+      if (i < 8) {
+        p.low |= byte << (8 * i);
+        p.low_mask |= uint64_t{0xff} << (8 * i);
+      } else {
+        p.high |= byte << (8 * (i - 8));
+        p.high_mask |= uint64_t{0xff} << (8 * (i - 8));
+      }
+    }
+  }
+  return patterns;
+}();
+
 // Every value of any kind, as read so far; which ones are set is the caller's mask.
 struct ScannedValues {
   int64_t pid = 0, realtime = 0, mono = 0, t = 0, since = 0;
@@ -596,6 +662,20 @@ class Scanner {
   explicit Scanner(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
 
   bool at_end() const { return p_ == end_; }
+
+  // `"name":` of `key`, where 16 bytes are left to compare at once; false leaves p_ as it was.
+  bool take_key(Key key) {
+    if constexpr (std::endian::native != std::endian::little) return false;
+    if (end_ - p_ < 16) return false;
+    const KeyPattern& k = kKeyPatterns[static_cast<size_t>(key)];
+    uint64_t low = 0;
+    uint64_t high = 0;
+    std::memcpy(&low, p_, 8);
+    std::memcpy(&high, p_ + 8, 8);
+    if ((((low ^ k.low) & k.low_mask) | ((high ^ k.high) & k.high_mask)) != 0) return false;
+    p_ += k.size;
+    return true;
+  }
 
   bool take(char c) {
     if (p_ == end_ || *p_ != c) return false;
@@ -859,29 +939,33 @@ std::optional<RecordLine> parse_line_fast(std::string_view text) {
   enum class Kind { kProc, kComm, kStart, kEnd, kAlive, kFin, kDrop };
   Kind k{};
   uint64_t expected = 0;
+  std::span<const Key> order;
   if (kind.size() == 3 && is(kind, "end")) {
-    k = Kind::kEnd, expected = kEndKeys;
+    k = Kind::kEnd, expected = kEndKeys, order = kEndOrder;
   } else if (kind.size() == 5 && is(kind, "start")) {
-    k = Kind::kStart, expected = kStartKeys;
+    k = Kind::kStart, expected = kStartKeys, order = kStartOrder;
   } else if (kind.size() == 5 && is(kind, "alive")) {
-    k = Kind::kAlive, expected = kAliveKeys;
+    k = Kind::kAlive, expected = kAliveKeys, order = kAliveOrder;
   } else if (kind.size() == 4 && is(kind, "comm")) {
-    k = Kind::kComm, expected = kCommKeys;
+    k = Kind::kComm, expected = kCommKeys, order = kCommOrder;
   } else if (kind.size() == 4 && is(kind, "proc")) {
-    k = Kind::kProc, expected = kProcKeys;
+    k = Kind::kProc, expected = kProcKeys, order = kProcOrder;
   } else if (kind.size() == 3 && is(kind, "fin")) {
-    k = Kind::kFin, expected = kFinKeys;
+    k = Kind::kFin, expected = kFinKeys, order = kFinOrder;
   } else if (kind.size() == 4 && is(kind, "drop")) {
-    k = Kind::kDrop, expected = kDropKeys;
+    k = Kind::kDrop, expected = kDropKeys, order = kDropOrder;
   } else {
     return std::nullopt;
   }
   ScannedValues v;
   uint64_t seen = 0;
-  while (s.take(',')) {
-    std::string_view name;
-    if (!s.string(name) || !s.take(':')) return std::nullopt;
-    const Key key = key_of(name);
+  for (size_t i = 0; s.take(','); ++i) {
+    Key key = i < order.size() ? order[i] : Key::kUnknown;
+    if (key == Key::kUnknown || !s.take_key(key)) {
+      std::string_view name;
+      if (!s.string(name) || !s.take(':')) return std::nullopt;
+      key = key_of(name);
+    }
     if (key == Key::kUnknown || (expected & bit(key)) == 0 || (seen & bit(key)) != 0) {
       return std::nullopt;
     }
