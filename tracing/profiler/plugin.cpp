@@ -3,8 +3,11 @@
 // mode of the communicator's context (plugin_modes.hpp): trace mode for `commtool trace`, record
 // mode for `commtool record`. Whatever happens inside, NCCL hears ncclSuccess: the plugin must
 // never fail the job it observes.
-#include "tracing/profiler/plugin_modes.hpp"
+// record_sink.hpp (so record_line.hpp) before plugin_modes.hpp (so nccl_profiler_v5.hpp): read
+// after it, OpKind::kP2p would draw -Wshadow for NCCL's event bit kP2p.
 #include "tracing/profiler/record_sink.hpp"
+
+#include "tracing/profiler/plugin_modes.hpp"
 
 namespace commtool::nccl_profiler {
 
