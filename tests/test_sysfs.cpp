@@ -254,6 +254,10 @@ TEST(Cpulist, ListsEveryCpuOfRangesAndSingles) {
   EXPECT_TRUE(parse_cpulist("")->empty());
   EXPECT_FALSE(parse_cpulist("3-1").has_value());
   EXPECT_FALSE(parse_cpulist("a").has_value());
+  // Far past any machine's CPUs: refused, not expanded into gigabytes (a fuzzer's finding).
+  EXPECT_FALSE(parse_cpulist("0-444444444").has_value());
+  EXPECT_FALSE(parse_cpulist("70000").has_value());
+  EXPECT_EQ(parse_cpulist("0-8191")->size(), 8192u);
 }
 
 TEST(SysfsNetdev, LinkIntoAMissingDirectoryStillFindsThePciFunction) {

@@ -101,15 +101,18 @@ std::optional<std::string> canonical_bdf(const std::string& text) {
 }
 
 std::optional<std::vector<int>> parse_cpulist(const std::string& cpulist) {
+  // Linux numbers at most 8192 CPUs (NR_CPUS on x86-64 with MAXSMP); a list reaching far past
+  // that is not a CPU list, and expanding it would only exhaust memory.
+  constexpr int kMaxCpuId = 65535;
   std::vector<int> cpus;
   std::stringstream ss(cpulist);
   for (std::string range; std::getline(ss, range, ',');) {
     int lo = 0, hi = 0;
     char dash = 0;
     std::stringstream rs(range);
-    if (!(rs >> lo) || lo < 0) return std::nullopt;
+    if (!(rs >> lo) || lo < 0 || lo > kMaxCpuId) return std::nullopt;
     if (rs >> dash) {
-      if (dash != '-' || !(rs >> hi) || hi < lo) return std::nullopt;
+      if (dash != '-' || !(rs >> hi) || hi < lo || hi > kMaxCpuId) return std::nullopt;
     } else {
       hi = lo;
     }
