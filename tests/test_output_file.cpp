@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -216,13 +217,15 @@ struct Interrupted {
   int status = 0;                 // the child's wait status
 };
 
-// A child process writes `bytes` to dir/out; SIGTERM is sent as soon as its temp file appears.
+// A child process writes `bytes` to dir/out; `sig` is sent as soon as its temp file appears.
 // With `own_handler` the child has the launcher's SignalTrap installed first and exits 0 if
 // the trap got the signal and the file came out whole.
-Interrupted interrupt_a_write(const fs::path& dir, size_t bytes, bool own_handler) {
+Interrupted interrupt_a_write(const fs::path& dir, size_t bytes, bool own_handler,
+                              int sig = SIGTERM) {
   const fs::path out = dir / "out";
   const pid_t child = ::fork();
   if (child == 0) {
+    ::prctl(PR_SET_DUMPABLE, 0);  // SIGQUIT: no core file
     std::optional<commtool::workers::SignalTrap> trap;
     if (own_handler) trap.emplace();
     const std::string content(bytes, 'x');
@@ -234,7 +237,7 @@ Interrupted interrupt_a_write(const fs::path& dir, size_t bytes, bool own_handle
   while (std::chrono::steady_clock::now() < deadline && !fs::exists(out)) {
     if (has_temp_file(dir)) {
       r.caught_mid_write = true;
-      ::kill(child, SIGTERM);
+      ::kill(child, sig);
       break;
     }
   }
@@ -259,6 +262,24 @@ TEST(OutputFile, SigtermWhileWritingRemovesTheTempFileAndStillEndsTheProcess) {
     EXPECT_FALSE(fs::exists(dir.path / "out"));
   }
   EXPECT_TRUE(caught) << "no write was slow enough to interrupt";
+}
+
+// A closed terminal or ssh session (SIGHUP) and Ctrl-\ (SIGQUIT) end the process as well: no
+// temp file may be left by them either.
+TEST(OutputFile, SighupOrSigquitWhileWritingRemovesTheTempFileAndStillEndsTheProcess) {
+  for (int sig : {SIGHUP, SIGQUIT}) {
+    TempDir dir;
+    bool caught = false;
+    for (size_t bytes = 16u << 20; !caught && bytes <= (1u << 30); bytes *= 2) {
+      const Interrupted r = interrupt_a_write(dir.path, bytes, false, sig);
+      EXPECT_FALSE(has_temp_file(dir.path)) << strsignal(sig) << ", " << bytes << " bytes";
+      if (!r.caught_mid_write) continue;  // the write won the race: try a longer one
+      caught = true;
+      EXPECT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == sig) << r.status;
+      EXPECT_FALSE(fs::exists(dir.path / "out"));
+    }
+    EXPECT_TRUE(caught) << strsignal(sig) << ": no write was slow enough to interrupt";
+  }
 }
 
 // A handler installed before (the launcher's SignalTrap, which stops the workers in order)

@@ -49,7 +49,7 @@ std::string resolve_links(const std::string& path, const std::string& role) {
   throw write_error(role, path, "cannot follow its links", ELOOP);
 }
 
-// ---- the temp file being written, removed if SIGINT or SIGTERM ends the process ---------------
+// ---- the temp file being written, removed if a terminating signal ends the process -------------
 //
 // A signal handler may neither allocate nor lock, so the pending temp file's name lives in a
 // fixed buffer, set while the signals are blocked. The handler composes with whatever handled
@@ -59,14 +59,20 @@ std::string resolve_links(const std::string& path, const std::string& role) {
 // would end the process (the default action) does the handler unlink the temp file, restore
 // the default and re-raise, so the process still dies of the signal, as its parent expects.
 
-constexpr int kCleanupSignals[] = {SIGINT, SIGTERM};
+// Ctrl-C, a kill, a closed terminal or ssh session (SIGHUP) and Ctrl-\ (SIGQUIT): each ends the
+// process by default, and each is one a user meets while a report is being written.
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+constexpr int kSignalCount = sizeof kCleanupSignals / sizeof kCleanupSignals[0];
 char g_pending_path[PATH_MAX];
 volatile sig_atomic_t g_pending_set = 0;
-struct sigaction g_previous[2];
+struct sigaction g_previous[kSignalCount];
 std::mutex g_pending_mutex;  // one pending temp file at a time
 
 int slot_of(int sig) {
-  return sig == SIGINT ? 0 : 1;
+  for (int i = 0; i < kSignalCount; ++i) {
+    if (kCleanupSignals[i] == sig) return i;
+  }
+  return 0;  // only ever installed for kCleanupSignals
 }
 
 extern "C" void on_signal_while_writing(int sig, siginfo_t* info, void* context) {
@@ -163,7 +169,7 @@ class PendingTemp {
     g_pending_set = 0;
   }
   std::lock_guard<std::mutex> lock_;
-  bool installed_[2] = {false, false};
+  bool installed_[kSignalCount] = {};
   int fd_ = -1;
 };
 

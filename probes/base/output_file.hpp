@@ -15,11 +15,11 @@ namespace commtool::files {
 void check_writable(const std::string& path, const std::string& role);
 
 // Writes content to path atomically (temp + fsync + rename). Throws usage_error on failure and
-// leaves no temp file behind, nor when SIGINT or SIGTERM ends the process while it writes (a
-// handler already installed for them, such as the launcher's, is called instead and the write
-// goes on). A symlink is followed to its final target, which is what gets replaced (the temp
-// file goes in the target's directory; the link stays); a replaced file keeps its mode (and its
-// owner, where the caller may set it), a new one gets 0666 less the umask. A FIFO or device is
+// leaves no temp file behind, nor when SIGINT, SIGTERM, SIGHUP or SIGQUIT ends the process while
+// it writes (a handler already installed for them, such as the launcher's, is called instead and
+// the write goes on). A symlink is followed to its final target, which is what gets replaced (the
+// temp file goes in the target's directory; the link stays); a replaced file keeps its mode (and
+// its owner, where the caller may set it), a new one gets 0666 less the umask. A FIFO or device is
 // written through, not replaced.
 void write_atomically(const std::string& path, const std::string& content, const std::string& role);
 
