@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "probes/base/cuda/cuda_check.hpp"
 #include "probes/topo/cuda_query.hpp"
 
 using namespace commtool::topo;
@@ -69,4 +70,25 @@ TEST(MergeCuda, FailureIsRecordedAsMissingAndNothingElse) {
   EXPECT_FALSE(t.p2p_queried);
   ASSERT_EQ(t.missing.size(), 1u);
   EXPECT_NE(t.missing[0].why.find("no usable NVIDIA driver"), std::string::npos);
+}
+
+// With no NVIDIA kernel driver at all CUDA says "driver version is insufficient", which sends
+// on-call hunting for a driver upgrade (issue 16): the words say what it means.
+TEST(CudaDescribe, InsufficientDriverWithNoDriverLoadedSaysSo) {
+  const std::string text = commtool::cuda::describe(cudaErrorInsufficientDriver,
+                                                    "/nonexistent/proc/driver/nvidia/version");
+  EXPECT_NE(text.find("cudaErrorInsufficientDriver"), std::string::npos) << text;
+  EXPECT_NE(text.find("no NVIDIA kernel driver is loaded"), std::string::npos) << text;
+}
+
+TEST(CudaDescribe, InsufficientDriverWithADriverLoadedSaysItIsOlderThanTheRuntime) {
+  const std::string text = commtool::cuda::describe(cudaErrorInsufficientDriver, "/proc/self/stat");
+  EXPECT_NE(text.find("older than this CUDA runtime"), std::string::npos) << text;
+  EXPECT_EQ(text.find("no NVIDIA kernel driver"), std::string::npos) << text;
+}
+
+TEST(CudaDescribe, OtherErrorsAreCudasOwnWordsAndName) {
+  const std::string text = commtool::cuda::describe(cudaErrorNoDevice, "/nonexistent");
+  EXPECT_NE(text.find("cudaErrorNoDevice"), std::string::npos) << text;
+  EXPECT_EQ(text.find("driver"), std::string::npos) << text;
 }

@@ -13,10 +13,10 @@ ExitCode exit_code_for(cudaError_t err) {
   return ExitCode::kEnvironment;
 }
 
-std::string describe(cudaError_t err) {
+std::string describe(cudaError_t err, const char* driver_version_file) {
   std::string text = fmt::format("{} ({})", cudaGetErrorString(err), cudaGetErrorName(err));
   if (err == cudaErrorInsufficientDriver) {
-    bool loaded = ::access("/proc/driver/nvidia/version", F_OK) == 0;
+    bool loaded = ::access(driver_version_file, F_OK) == 0;
     text += loaded ? ": the loaded NVIDIA driver is older than this CUDA runtime; "
                      "/proc/driver/nvidia/version names it"
                    : ": no NVIDIA kernel driver is loaded (/proc/driver/nvidia/version is absent)";

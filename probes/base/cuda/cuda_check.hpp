@@ -15,8 +15,10 @@ namespace commtool::cuda {
 ExitCode exit_code_for(cudaError_t err);
 
 // CUDA's name and words for an error, and what it means where they mislead: with no NVIDIA
-// kernel driver loaded at all, CUDA says "driver version is insufficient".
-std::string describe(cudaError_t err);
+// kernel driver loaded at all, CUDA says "driver version is insufficient". Whether a driver is
+// loaded is whether `driver_version_file` exists (a parameter for the tests).
+std::string describe(cudaError_t err,
+                     const char* driver_version_file = "/proc/driver/nvidia/version");
 
 [[noreturn]] void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line);
 
