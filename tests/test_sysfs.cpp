@@ -6,6 +6,7 @@
 #include "probes/base/error.hpp"
 #include "probes/topo/classify.hpp"
 #include "probes/topo/sysfs_reader.hpp"
+#include "reports/topo/topo_report.hpp"
 #include "tests/topo_fixtures.hpp"
 
 using namespace commtool;
@@ -94,6 +95,35 @@ TEST(SysfsVm, SingleGpuHasNoPeerToConnect) {
   Analysis a = analyze(read(fs));
   EXPECT_TRUE(a.p2p.empty());
   EXPECT_NE(a.p2p_summary.find("no peer"), std::string::npos);
+}
+
+// A netdev can be renamed to almost anything, and --sysfs-root reads a capture someone sent:
+// names from sysfs reach the terminal escaped, as an NCCL file's do (issue 16).
+TEST(SysfsVm, ControlCharactersInNamesReachNoTerminal) {
+  SysfsBuilder fs;
+  fixtures::build_vm_one_gpu(fs);
+  fs.netdev("eth1\x1b[31m", "pci0000:00/0000:00:03.0/virtio3", "-1");
+  fs.infiniband("mlx5_\x1b[2J", "pci0000:00/0000:00:03.0", "InfiniBand", "400 Gb/sec (4X NDR)",
+                {"ib0\x07"});
+  fs.driver("pci0000:00/0000:00:06.0", "vfio\x1b]0;x\x07");
+  Topology t = read(fs);
+  const auto raw = [](const std::string& s) {
+    return std::any_of(s.begin(), s.end(),
+                       [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+  };
+  ASSERT_EQ(t.nics.size(), 3u);
+  for (const Nic& n : t.nics) {
+    EXPECT_FALSE(raw(n.name)) << n.name;
+    for (const std::string& d : n.netdevs)
+      EXPECT_FALSE(raw(d)) << d;
+  }
+  ASSERT_TRUE(t.gpus[0].kernel_driver.has_value());
+  EXPECT_EQ(*t.gpus[0].kernel_driver, "vfio\\x1b]0;x\\x07");
+  EXPECT_TRUE(std::any_of(t.nics.begin(), t.nics.end(),
+                          [](const Nic& n) { return n.name == "eth1\\x1b[31m"; }));
+  const std::string text = commtool::reports::render_topo_text(t, analyze(t));
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
 }
 
 TEST(SysfsTwoSocket, FindsEightGpusFourNicsFourRootComplexes) {

@@ -21,6 +21,13 @@ namespace commtool::topo {
 
 namespace {
 
+// A name sysfs gives (a directory entry, a link's target, a file's text) as it may reach the
+// terminal: control characters and non-ASCII bytes escaped, as an NCCL file's names are. A
+// netdev may be renamed to almost anything, and --sysfs-root reads a capture someone sent.
+std::string shown(const std::string& name, size_t max_chars = 64) {
+  return excerpt(name, max_chars);
+}
+
 std::optional<std::string> read_attr(const fs::path& file) {
   std::ifstream in(file);
   if (!in) return std::nullopt;
@@ -146,7 +153,7 @@ class Reader {
       if (opt_.strict) {
         throw missing_class_file(entry / "class", "0x030200");
       }
-      topo_.missing.push_back({"class of " + entry.filename().string(), "unreadable"});
+      topo_.missing.push_back({"class of " + shown(entry.filename().string()), "unreadable"});
       return;
     }
     auto vendor = read_number(resolved / "vendor", 16).value_or(0);
@@ -235,7 +242,7 @@ class Reader {
   std::optional<std::string> bound_driver(const fs::path& function_dir) const {
     std::error_code ec;
     fs::path target = fs::read_symlink(function_dir / "driver", ec);
-    if (!ec) return target.filename().string();
+    if (!ec) return shown(target.filename().string());
     if (opt_.strict) return std::nullopt;
     return std::string();
   }
@@ -245,7 +252,7 @@ class Reader {
     Gpu g;
     g.bdf = node.bdf;
     g.numa_node = node.numa_node;
-    g.cpu_affinity = read_attr(path.function_dir / "local_cpulist").value_or("");
+    g.cpu_affinity = shown(read_attr(path.function_dir / "local_cpulist").value_or(""), 4096);
     g.pcie = node.link;
     g.name = fmt::format("NVIDIA device {:04x}", node.device);
     g.kernel_driver = bound_driver(path.function_dir);
@@ -275,7 +282,7 @@ class Reader {
     fs::path resolved = resolve_link(device_link, ec);
     auto path = ec ? std::nullopt : pci_path_of(resolved);
     Nic n;
-    n.name = name;
+    n.name = name;  // shown() by the caller
     n.kind = kind;
     if (path) {
       add_chain(*path);
@@ -297,7 +304,7 @@ class Reader {
         continue;  // soft RDMA (rxe) has no PCI device
       auto layer = read_attr(dev / "ports/1/link_layer").value_or("InfiniBand");
       Nic& nic =
-          add_nic(dev.filename().string(),
+          add_nic(shown(dev.filename().string()),
                   layer == "Ethernet" ? NicKind::kRoce : NicKind::kInfiniBand, dev / "device");
       // "400 Gb/sec (4X NDR)"; anything but a finite rate >= 0 is unknown (0), as a netdev's -1
       if (auto rate = read_attr(dev / "ports/1/rate")) {
@@ -305,7 +312,7 @@ class Reader {
         if (std::isfinite(gbps) && gbps >= 0) nic.port_rate_gbps = gbps;
       }
       for (const auto& net : sorted_entries(dev / "device/net")) {
-        nic.netdevs.push_back(net.filename().string());
+        nic.netdevs.push_back(shown(net.filename().string()));
       }
     }
   }
@@ -317,7 +324,7 @@ class Reader {
     for (const fs::path& itf : sorted_entries(dir)) {
       if (!fs::exists(fs::symlink_status(itf / "device", ec)))
         continue;  // lo, bridges, veth: no hardware
-      std::string name = itf.filename().string();
+      std::string name = shown(itf.filename().string());
       bool owned = std::any_of(topo_.nics.begin(), topo_.nics.end(), [&](const Nic& n) {
         return std::find(n.netdevs.begin(), n.netdevs.end(), name) != n.netdevs.end();
       });
