@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -98,6 +99,57 @@ TEST(OutputFile, FifoIsWrittenThroughNotReplaced) {
   reader.join();
   EXPECT_EQ(received, "report\n");
   EXPECT_TRUE(fs::is_fifo(fifo));
+}
+
+// `--output /dev/stdout` with standard output a pipe: /proc/self/fd/1 links to "pipe:[N]",
+// which is no path. What the name opens is written through, as for a FIFO.
+TEST(OutputFile, DevStdoutOntoAPipeIsWrittenThrough) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string path = "/proc/self/fd/" + std::to_string(fds[1]);
+  EXPECT_NO_THROW(commtool::files::write_atomically(path, "report\n", "--output"));
+  ::close(fds[1]);
+  char buf[64] = {};
+  EXPECT_EQ(::read(fds[0], buf, sizeof buf), 7);
+  EXPECT_STREQ(buf, "report\n");
+  ::close(fds[0]);
+}
+
+namespace {
+
+// Runs `check` in a child process as an unprivileged user where this one is root (root passes
+// every permission check); true if the child exited 0.
+bool as_unprivileged_user(const std::function<bool()>& check) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) _exit(2);
+    _exit(check() ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+}  // namespace
+
+// `--output /dev/null` needs the device to be writable, not /dev, which only root may write in.
+TEST(OutputFile, ADeviceInADirectoryTheUserCannotWriteIsWrittenThrough) {
+  EXPECT_TRUE(as_unprivileged_user([] {
+    try {
+      commtool::files::check_writable("/dev/null", "--output");
+      commtool::files::write_atomically("/dev/null", "report\n", "--output");
+      return fs::is_character_file("/dev/null");
+    } catch (const Error&) {
+      return false;
+    }
+  }));
+}
+
+// Root passes every permission bit, even in /proc: whether a file can be created there is
+// tried, so the run is refused before it is measured, not lost at the end.
+TEST(OutputFile, ADirectoryThatTakesNoNewFileIsRefusedEvenForRoot) {
+  EXPECT_THROW(commtool::files::check_writable("/proc/commtool-report.json", "--output"), Error);
+  EXPECT_FALSE(fs::exists("/proc/commtool-report.json"));
 }
 
 namespace {

@@ -175,18 +175,55 @@ class PendingTemp {
 
 }  // namespace
 
+namespace {
+
+// What `path` opens, links followed as open() follows them, is no file to replace: /dev/null,
+// a FIFO, a terminal, /dev/stdout onto a pipe (its /proc/self/fd link reads "pipe:[N]", which
+// is no path to resolve). Such a name is written through.
+bool written_through(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  return !ec && fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st);
+}
+
+// Whether a new file can be created in dir, tried rather than inferred from permission bits:
+// root passes those everywhere, even in /proc. 0 or the errno of the failure.
+int try_create_in(const std::string& dir) {
+  std::random_device random;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::string name = dir + "/.commtool-probe-" + std::to_string(::getpid()) + "-" +
+                             std::to_string(random() % 1000000000u);
+    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(name.c_str());
+      return 0;
+    }
+    if (errno != EEXIST) return errno;
+  }
+  return EEXIST;
+}
+
+}  // namespace
+
 void check_writable(const std::string& path, const std::string& role) {
   if (path.empty()) throw usage_error(role + ": empty file name; give a path such as out.json");
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     throw usage_error(role + " " + path + ": is a directory; give a file path");
   }
+  if (written_through(path)) {
+    if (::access(path.c_str(), W_OK) != 0)
+      throw write_error(role, path, "cannot write to it", errno);
+    return;
+  }
   std::string dir = directory_of(resolve_links(path, role));
   if (!fs::is_directory(dir, ec)) {
     throw usage_error(role + " " + path + ": directory " + dir + " does not exist");
   }
-  if (access(dir.c_str(), W_OK) != 0)
-    throw write_error(role, path, "cannot write in " + dir, errno);
+  if (int err = try_create_in(dir); err != 0) {
+    throw write_error(role, path, "cannot write in " + dir, err);
+  }
 }
 
 namespace {
@@ -232,6 +269,10 @@ int keep_owner_and_mode(int fd, const std::string& target) {
 void write_atomically(const std::string& path, const std::string& content,
                       const std::string& role) {
   check_writable(path, role);
+  if (written_through(path)) {
+    write_through(path, content, role);
+    return;
+  }
   const std::string target = resolve_links(path, role);
   std::error_code ec;
   if (fs::exists(target, ec) && !fs::is_regular_file(target, ec)) {

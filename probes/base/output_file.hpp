@@ -10,8 +10,10 @@ namespace commtool::files {
 // ("--trace") or what it holds ("saved run file"); every error message starts with it.
 
 // Fails early, before anything is measured, when the file cannot be created there: the
-// directory (of a symlink's target) is missing or not writable, the path is a directory, or its
-// links loop. Throws usage_error.
+// directory (of a symlink's target) is missing or takes no new file (tried, since root passes
+// every permission bit), the path is a directory, or its links loop. A name that opens a
+// device, FIFO or pipe (/dev/null, /dev/stdout) needs only to be writable itself. Throws
+// usage_error.
 void check_writable(const std::string& path, const std::string& role);
 
 // Writes content to path atomically (temp + fsync + rename). Throws usage_error on failure and
