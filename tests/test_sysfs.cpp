@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "probes/base/error.hpp"
 #include "probes/topo/classify.hpp"
@@ -124,6 +125,27 @@ TEST(SysfsVm, ControlCharactersInNamesReachNoTerminal) {
   const std::string text = commtool::reports::render_topo_text(t, analyze(t));
   EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
   EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+}
+
+// A capture someone sent may link an attribute to /dev/zero or grow one past any page: exit 2
+// naming the file, not std::bad_alloc (issue 16).
+TEST(SysfsErrors, AnEndlessOrHugeAttributeIsUsageErrorNamingIt) {
+  const std::string cpulist = "devices/pci0000:00/0000:00:06.0/local_cpulist";
+  {
+    SysfsBuilder fs;
+    fixtures::build_vm_one_gpu(fs);
+    std::filesystem::remove(fs.root() + "/" + cpulist);
+    std::filesystem::create_symlink("/dev/zero", fs.root() + "/" + cpulist);
+    const std::string message = usage_error_reading(fs);
+    EXPECT_NE(message.find("local_cpulist: not a regular file"), std::string::npos) << message;
+  }
+  {
+    SysfsBuilder fs;
+    fixtures::build_vm_one_gpu(fs);
+    std::ofstream(fs.root() + "/" + cpulist) << std::string(1 << 20, '0');
+    const std::string message = usage_error_reading(fs);
+    EXPECT_NE(message.find("local_cpulist: more than 65536 bytes"), std::string::npos) << message;
+  }
 }
 
 TEST(SysfsTwoSocket, FindsEightGpusFourNicsFourRootComplexes) {

@@ -28,10 +28,35 @@ std::string shown(const std::string& name, size_t max_chars = 64) {
   return excerpt(name, max_chars);
 }
 
-std::optional<std::string> read_attr(const fs::path& file) {
-  std::ifstream in(file);
+// A sysfs attribute holds at most a page, a PCI config space 4 KiB. A capture someone sent may
+// link one to /dev/zero or hold a FIFO: such a file is refused by its kind, one that goes on
+// past the bound by its size, before it can take the memory or hang (exit 2, not bad_alloc).
+constexpr size_t kMaxSysfsFileBytes = 64 * 1024;
+
+std::optional<std::string> read_bounded(const fs::path& file, std::ios::openmode mode = {}) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(file, ec);
+  if (ec || !fs::exists(st) || fs::is_directory(st)) return std::nullopt;
+  if (!fs::is_regular_file(st)) {
+    throw usage_error(fmt::format("{}: not a regular file; sysfs attributes are regular files",
+                                  excerpt(file.string(), 200)));
+  }
+  std::ifstream in(file, std::ios::in | mode);
   if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text(kMaxSysfsFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxSysfsFileBytes) {
+    throw usage_error(fmt::format("{}: more than {} bytes; a sysfs attribute holds at most a page",
+                                  excerpt(file.string(), 200), kMaxSysfsFileBytes));
+  }
+  return text;
+}
+
+std::optional<std::string> read_attr(const fs::path& file) {
+  auto read = read_bounded(file);
+  if (!read) return std::nullopt;
+  std::string text = std::move(*read);
   while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
     text.pop_back();
   return text;
@@ -216,9 +241,8 @@ class Reader {
   // Walks the PCIe extended capability list in the config space (offset 0x100 on) for ACS
   // (capability id 0x000d) and returns bit 2 of its control register (offset +6).
   static int read_acs_redirect(const fs::path& dir) {
-    std::ifstream in(dir / "config", std::ios::binary);
-    std::vector<unsigned char> cfg((std::istreambuf_iterator<char>(in)),
-                                   std::istreambuf_iterator<char>());
+    const std::string raw = read_bounded(dir / "config", std::ios::binary).value_or("");
+    const std::vector<unsigned char> cfg(raw.begin(), raw.end());
     if (cfg.size() < 0x104) return -1;  // not root: only the first 64 bytes are readable
     auto u32 = [&](size_t off) {
       return static_cast<uint32_t>(cfg[off] | cfg[off + 1] << 8 | cfg[off + 2] << 16 |
