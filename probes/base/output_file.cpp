@@ -187,19 +187,25 @@ bool written_through(const std::string& path) {
 }
 
 // Whether a new file can be created in dir, tried rather than inferred from permission bits:
-// root passes those everywhere, even in /proc. 0 or the errno of the failure.
+// root passes those everywhere, even in /proc. 0 or the errno of the failure. The terminating
+// signals wait while the probe file exists, so none can end the process with it left behind.
 int try_create_in(const std::string& dir) {
   std::random_device random;
+  const sigset_t set = cleanup_signal_set();
   for (int attempt = 0; attempt < 100; ++attempt) {
     const std::string name = dir + "/.commtool-probe-" + std::to_string(::getpid()) + "-" +
                              std::to_string(random() % 1000000000u);
+    sigset_t old;
+    ::pthread_sigmask(SIG_BLOCK, &set, &old);
     const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    const int err = errno;
     if (fd >= 0) {
       ::close(fd);
       ::unlink(name.c_str());
-      return 0;
     }
-    if (errno != EEXIST) return errno;
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (fd >= 0) return 0;
+    if (err != EEXIST) return err;
   }
   return EEXIST;
 }
