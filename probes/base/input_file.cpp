@@ -135,4 +135,11 @@ nlohmann::json parse_json_bounded(const std::string& text, const std::string& so
   }
 }
 
+const nlohmann::json& json_member(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) throw usage_error(fmt::format("expected an object, got {}", j.type_name()));
+  auto it = j.find(key);
+  if (it == j.end()) throw usage_error(fmt::format("\"{}\": missing", key));
+  return *it;
+}
+
 }  // namespace commtool::files

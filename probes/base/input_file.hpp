@@ -52,4 +52,8 @@ inline constexpr int kMaxJsonDepth = 64;
 // number no double holds (1e999: JSON has no infinity).
 nlohmann::json parse_json_bounded(const std::string& text, const std::string& source);
 
+// j[key] of an object read from a file a user may have edited: a usage error naming the key
+// when it is missing, or when `j` is no object.
+const nlohmann::json& json_member(const nlohmann::json& j, const char* key);
+
 }  // namespace commtool::files

@@ -13,16 +13,9 @@ using nlohmann::json;
 
 namespace {
 
-const json& member(const json& j, const char* key) {
-  if (!j.is_object()) throw usage_error(fmt::format("expected an object, got {}", j.type_name()));
-  auto it = j.find(key);
-  if (it == j.end()) throw usage_error(fmt::format("\"{}\": missing", key));
-  return *it;
-}
-
 template <class T>
 T get(const json& j, const char* key) {
-  const json& value = member(j, key);
+  const json& value = files::json_member(j, key);
   // nlohmann converts between numbers and from bool to numbers; a launcher that wrote "4" or
   // true for a number wrote something else than it meant.
   const bool ok = [&] {
@@ -43,7 +36,7 @@ T get(const json& j, const char* key) {
 
 template <class T>
 std::optional<T> get_or_null(const json& j, const char* key) {
-  if (member(j, key).is_null()) return std::nullopt;
+  if (files::json_member(j, key).is_null()) return std::nullopt;
   return get<T>(j, key);
 }
 
@@ -64,7 +57,7 @@ double non_negative_seconds(const json& j, const char* key) {
 // Errors inside a nested object name it: "ended": "wall_s": ...
 template <class T, class Read>
 std::optional<T> nested(const json& j, const char* key, Read read) {
-  const json& value = member(j, key);
+  const json& value = files::json_member(j, key);
   if (value.is_null()) return std::nullopt;
   try {
     return read(value);
@@ -144,7 +137,7 @@ RecordingMeta recording_meta_from_json(const json& j) {
   RecordingMeta m;
   m.commtool_version = get<std::string>(j, "commtool_version");
   m.host = get<std::string>(j, "host");
-  const json& command = member(j, "command");
+  const json& command = files::json_member(j, "command");
   if (!command.is_array()) throw usage_error("\"command\": expected an array of strings");
   for (size_t i = 0; i < command.size(); ++i) {
     if (!command[i].is_string()) {
@@ -155,7 +148,7 @@ RecordingMeta recording_meta_from_json(const json& j) {
   m.started_at = get<std::string>(j, "started_at");
   m.started_realtime_ns = non_negative(j, "started_realtime_ns");
   m.started_monotonic_ns = non_negative(j, "started_monotonic_ns");
-  if (!member(j, "hang_timeout_s").is_null()) {
+  if (!files::json_member(j, "hang_timeout_s").is_null()) {
     m.hang_timeout_s = non_negative_seconds(j, "hang_timeout_s");
   }
   m.kill_on_hang = get<bool>(j, "kill_on_hang");

@@ -28,17 +28,9 @@ constexpr const char* kRunFile = "run.json";
 
 // ---- JSON -------------------------------------------------------------------------------------
 
-// j[key], or a usage error naming the key: run.json is input a user may have edited.
-const json& member(const json& j, const char* key) {
-  if (!j.is_object()) throw usage_error(fmt::format("expected an object, got {}", j.type_name()));
-  auto it = j.find(key);
-  if (it == j.end()) throw usage_error(fmt::format("\"{}\": missing", key));
-  return *it;
-}
-
 template <class T>
 T get(const json& j, const char* key) {
-  const json& value = member(j, key);
+  const json& value = files::json_member(j, key);
   try {
     return value.get<T>();
   } catch (const json::exception&) {
@@ -92,7 +84,7 @@ CompletionMode get_mode(const json& j) {
 // Runs parse over every element of j[key], naming the element in any error.
 template <class T, class Parse>
 std::vector<T> get_list(const json& j, const char* key, Parse parse) {
-  const json& list = member(j, key);
+  const json& list = files::json_member(j, key);
   if (!list.is_array()) throw usage_error(fmt::format("\"{}\": expected an array", key));
   std::vector<T> out;
   out.reserve(list.size());
@@ -408,7 +400,7 @@ TraceRun load_run(const std::string& dir) {
       throw usage_error(fmt::format("schema_version {} is not supported; this build reads {}",
                                     version, kSchemaVersion));
     }
-    run.meta = run_meta_from_json(member(doc, "meta"));
+    run.meta = run_meta_from_json(files::json_member(doc, "meta"));
     run.ranks = get_list<RankRun>(doc, "ranks", rank_run_from_json);
   } catch (const Error& e) {
     throw usage_error(fmt::format("{}: {}", run_path.string(), e.what()));
