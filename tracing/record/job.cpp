@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "probes/base/error.hpp"
+#include "probes/base/workers/child_process.hpp"
 
 extern char** environ;
 
@@ -156,17 +157,10 @@ Job& Job::operator=(Job&& other) noexcept {
 
 bool Job::poll_exit() {
   if (pid_ <= 0 || reaped_) return reaped_;
-  int status = 0;
-  pid_t got;
-  do {
-    got = ::waitpid(pid_, &status, WNOHANG);
-  } while (got < 0 && errno == EINTR);
-  if (got == pid_) {
+  const workers::ChildExit e = workers::poll_child(pid_);
+  if (e.ended) {
     reaped_ = true;
-    status_ = status;
-  } else if (got < 0) {
-    reaped_ = true;  // ECHILD: collected elsewhere; how it ended is lost
-    status_ = -1;
+    status_ = e.wait_status.value_or(-1);  // -1: collected elsewhere, how it ended is lost
   }
   return reaped_;
 }

@@ -110,21 +110,24 @@ void ChildProcess::release() {
   }
 }
 
-bool ChildProcess::poll_exit() {
-  if (!running()) return reaped_;
+ChildExit poll_child(pid_t pid) {
   int status = 0;
   pid_t got;
   do {
-    got = ::waitpid(pid_, &status, WNOHANG);
+    got = ::waitpid(pid, &status, WNOHANG);
   } while (got < 0 && errno == EINTR);
-  if (got == pid_) {
+  if (got == pid) return {true, status};
+  if (got < 0) return {true, std::nullopt};
+  return {};
+}
+
+bool ChildProcess::poll_exit() {
+  if (!running()) return reaped_;
+  const ChildExit e = poll_child(pid_);
+  if (e.ended) {
     reaped_ = true;
-    status_ = status;
-    status_known_ = true;
-  } else if (got < 0) {
-    // ECHILD: reaped by someone else (SIGCHLD set to SIG_IGN does that). It is gone; how it
-    // ended is lost.
-    reaped_ = true;
+    status_known_ = e.wait_status.has_value();
+    status_ = e.wait_status.value_or(0);
   }
   return reaped_;
 }

@@ -7,10 +7,20 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace commtool::workers {
+
+// A child's state as waitpid(WNOHANG) tells it, through EINTR: still running, or ended with its
+// wait status, or ended with none when someone else reaped it (ECHILD: SIGCHLD set to SIG_IGN
+// does that; how it ended is lost).
+struct ChildExit {
+  bool ended = false;
+  std::optional<int> wait_status;
+};
+ChildExit poll_child(pid_t pid);
 
 class ChildProcess {
  public:
