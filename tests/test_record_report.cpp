@@ -186,6 +186,18 @@ TEST(RecordReport, GpuStampsFromBeforeTheEnqueueAreCountedNotTimed) {
       << report.warnings.back();
 }
 
+// A one-rank job records no collective at all: the report says why rather than look empty.
+TEST(RecordReport, AOneRankCommunicatorIsNamedWithWhyItsCollectivesAreMissing) {
+  RecordingDir dir;
+  dir.append("a.jsonl", lines_of({proc_line(1), comm_line(kComm, 0, 1)}));
+  dir.append("b.jsonl", lines_of({proc_line(2), comm_line(kComm + 1, 0, 2)}));
+  const RecordingReport report = analyse_recording(load_recording(dir.path));
+  int one_rank = 0;
+  for (const std::string& w : report.warnings)
+    one_rank += w.find("has one rank") != std::string::npos;
+  EXPECT_EQ(one_rank, 1);
+}
+
 TEST(RecordReport, AHangIsTheVerdictAndTheStandingIsTakenWhenItWasSeen) {
   const RecordingReport report = analyse_recording(load_recording(kFixtures / "hang_rank3"));
   EXPECT_EQ(report.verdict, Verdict::kHang);

@@ -11,6 +11,7 @@
 #include "reports/record/record_report.hpp"
 #include "tracing/collectives/collective_data.hpp"
 #include "tracing/collectives/collectives.hpp"
+#include "tracing/record/record_text.hpp"
 
 namespace commtool::reports {
 
@@ -255,6 +256,13 @@ RecordingReport analyse_recording(const Recording& rec) {
   for (const ProcessRecord& p : rec.processes)
     for (const record::RankRecord& r : p.ranks)
       if (r.init) nranks[r.comm] = std::max(nranks[r.comm], r.init->nranks);
+  for (const auto& [comm, n] : nranks) {
+    if (n != 1) continue;
+    report.warnings.push_back(fmt::format(
+        "communicator {} has one rank: NCCL 2.28 gives a profiler no event for its collectives "
+        "(it copies without a kernel), so only its point-to-point operations are recorded",
+        record::comm_label(comm, "")));
+  }
 
   std::map<RowKey, RowData> rows;
   std::map<std::pair<uint64_t, int>, RankData> ranks;
