@@ -74,10 +74,6 @@ int64_t gpu_time(uint64_t timer) {
   return static_cast<int64_t>(std::min<uint64_t>(timer, std::numeric_limits<int64_t>::max()));
 }
 
-std::string text(const char* s) {
-  return s != nullptr ? s : "";
-}
-
 struct Context : ContextHeader {
   uint64_t comm_id = 0;
   int rank = 0;
@@ -106,14 +102,6 @@ struct Operation {
   int64_t seen_last = 0;
 };
 
-size_t max_operations() {
-  const char* text = std::getenv(kMaxOperationsEnv);
-  if (text == nullptr || *text == '\0') return kMaxOperations;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  return *end == '\0' && value > 0 ? static_cast<size_t>(value) : kMaxOperations;
-}
-
 // The process's record-mode state, one mutex for all of it: NCCL's calls are short and come
 // from the application's threads, its proxy thread and (graph replays) CUDA's callback thread.
 class Recorder {
@@ -128,7 +116,7 @@ class Recorder {
     if (failed_ || dir == nullptr || !RecordSink::instance().open(dir)) return nullptr;
     std::lock_guard lock(mutex_);
     register_fork_handlers();
-    max_operations_ = max_operations();
+    max_operations_ = size_from_env(kMaxOperationsEnv, kMaxOperations);
     auto* c = new Context;
     c->mode = PluginMode::kRecord;
     c->comm_id = comm_id;

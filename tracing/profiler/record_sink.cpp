@@ -21,20 +21,6 @@ namespace {
 // dropped: a reader needs the proc line, and the drop line is what tells it lines are missing.
 constexpr size_t kOwnLinesReserve = 4096;
 
-int64_t realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-size_t buffer_bytes() {
-  const char* text = std::getenv(kRecordBufferBytesEnv);
-  if (text == nullptr || *text == '\0') return kRecordBufferBytes;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  return *end == '\0' && value > 0 ? static_cast<size_t>(value) : kRecordBufferBytes;
-}
-
 std::atomic<const void*> nccl_address{nullptr};
 
 // NCCL does not tell a v5 plugin its version; the library that called init has it. Opening it
@@ -88,12 +74,6 @@ void flush_at_exit() {
 
 }  // namespace
 
-int64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 RecordSink& RecordSink::instance() {
   static RecordSink* sink = new RecordSink();
   return *sink;
@@ -130,14 +110,15 @@ bool RecordSink::open(const std::string& dir) {
   }
   fd_ = fd;
   failed_ = false;
-  capacity_ = buffer_bytes();
+  capacity_ = size_from_env(kRecordBufferBytesEnv, kRecordBufferBytes);
   pending_.clear();
   pending_.reserve(capacity_ + kOwnLinesReserve);
   writing_.reserve(capacity_ + kOwnLinesReserve);
   scratch_.reserve(kOwnLinesReserve);
   dropped_ = 0;
   const int64_t mono = monotonic_ns();
-  add_own_line(ProcLine{kRecordFormatVersion, pid, host, realtime_ns(), mono, nccl_version()});
+  add_own_line(
+      ProcLine{kRecordFormatVersion, pid, host, clock_ns(CLOCK_REALTIME), mono, nccl_version()});
   last_alive_ns_ = mono;
   static const bool exit_flush_registered = std::atexit(flush_at_exit) == 0;
   (void)exit_flush_registered;

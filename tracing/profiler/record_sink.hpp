@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "tracing/profiler/plugin_support.hpp"
 #include "tracing/profiler/record_line.hpp"
 
 namespace commtool::nccl_profiler {
@@ -21,8 +22,6 @@ inline constexpr const char* kRecordBufferBytesEnv = "COMMTOOL_RECORD_BUFFER_BYT
 inline constexpr size_t kRecordBufferBytes = 8u << 20;
 inline constexpr int64_t kFlushPeriodNs = 100'000'000;
 inline constexpr int64_t kAlivePeriodNs = 1'000'000'000;
-
-int64_t monotonic_ns();
 
 // An address inside the NCCL library that loaded the plugin (where its init was called from):
 // the proc line's NCCL version is asked of that library. PyTorch loads its own NCCL privately

@@ -12,20 +12,11 @@
 
 #include "tracing/profiler/collective_record.hpp"
 #include "tracing/profiler/plugin_modes.hpp"
+#include "tracing/profiler/plugin_support.hpp"
 
 namespace commtool::nccl_profiler::trace_mode {
 
 namespace {
-
-int64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-std::string text(const char* s) {
-  return s != nullptr ? s : "";
-}
 
 struct Context : ContextHeader {
   uint64_t comm_id = 0;
