@@ -114,7 +114,7 @@ struct CommStarts {
   std::string name;
 };
 
-// `verified`: the end line says complete and its GPU stamps are possible (gpu_possible).
+// `verified`: the end line says complete and its GPU stamps are possible.
 void add_operation(RowData& d, const EndLine& e, bool verified) {
   ++d.row.rank_operations;
   ++d.ways[tracing::NcclWay{e.algo, e.proto, e.channels, 0}];
@@ -188,16 +188,6 @@ void find_stragglers(const std::map<uint64_t, CommStarts>& starts,
       }
     }
   }
-}
-
-// A mapped time is never early: the offset is the smallest report delay, so a mapped GPU time
-// is the true host time plus at most that delay. A kernel mapped to start before NCCL enqueued
-// its operation therefore carries a stamp that is not its own (stale: NCCL 2.28 gave such
-// stamps, tens of ms old, to point-to-point operations sharing a channel in one launch).
-bool gpu_possible(const EndLine& e, const GpuClockMap& clock) {
-  if (!e.gpu) return true;
-  const std::optional<int64_t> start = clock.host_ns(e.gpu->start_ns);
-  return !start || *start >= e.enqueue.start_ns;
 }
 
 }  // namespace
@@ -292,15 +282,20 @@ RecordingReport analyse_recording(const Recording& rec) {
           d.row.datatype = op.datatype;
           d.row.bytes = nccl_tests_bytes(op.func, op.count, op.datatype, d.row.nranks);
         }
-        const bool possible = gpu_possible(e, clock);
+        // A mapped time is never early: the offset is the smallest report delay, so a mapped
+        // GPU time is the true host time plus at most that delay. A kernel mapped to start
+        // before NCCL enqueued its operation therefore carries a stamp that is not its own
+        // (stale: NCCL 2.28 gave such stamps, tens of ms old, to point-to-point operations
+        // sharing a channel in one launch).
+        const std::optional<int64_t> gpu_start =
+            e.gpu ? clock.host_ns(e.gpu->start_ns) : std::nullopt;
+        const bool possible = !gpu_start || *gpu_start >= e.enqueue.start_ns;
         if (!possible) ++impossible;
         add_operation(d, e, e.complete && possible);
         ++rank.row.operations;
         if (!e.gpu || !e.complete || !possible) continue;
         rank.gpu.push_back(us(e.gpu->end_ns - e.gpu->start_ns));
-        if (const auto host = clock.host_ns(e.gpu->start_ns)) {
-          comm_starts.by_index[op.index].emplace_back(r.rank, p.wall_ns(*host));
-        }
+        if (gpu_start) comm_starts.by_index[op.index].emplace_back(r.rank, p.wall_ns(*gpu_start));
       }
     }
   }
