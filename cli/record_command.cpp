@@ -65,7 +65,6 @@ int run_record_command(const GlobalOptions& global, const RecordOptions& o, CLI:
   q.kill_on_hang = o.kill_on_hang;
   q.plugin = tracing::find_profiler_plugin("/proc/self/exe");
   q.commtool_version = fmt::format("{} (git {})", build_info::kVersion, build_info::kGitCommit);
-  record::check_request(q);
 
   record::LiveRecording live(q.out_dir);
   const record::RecordOutcome outcome = record::run_recording(q, live.hooks());
