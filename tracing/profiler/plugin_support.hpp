@@ -1,6 +1,8 @@
 // What both of the profiler plugin's modes (trace_mode.cpp, record_mode.cpp and its sink) use:
-// clocks, NCCL's possibly-null strings, and the tests' overrides of record mode's bounds.
-// No NCCL types here, so it may be included before or after nccl_profiler_v5.hpp.
+// clocks, NCCL's possibly-null strings, and the tests' overrides of record mode's bounds. The
+// launcher of `commtool record` reads its clocks here too, so that record.json and the plugin's
+// lines are stamped the same way. No NCCL types here, so it may be included before or after
+// nccl_profiler_v5.hpp.
 #pragma once
 
 #include <time.h>

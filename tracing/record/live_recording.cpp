@@ -6,19 +6,10 @@
 #include <iostream>
 
 #include "probes/base/error.hpp"
+#include "tracing/profiler/plugin_support.hpp"
 #include "tracing/record/standing.hpp"
 
 namespace commtool::record {
-
-namespace {
-
-int64_t wall_now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-}  // namespace
 
 LiveRecording::LiveRecording(const std::filesystem::path& dir)
     : reader_(dir, Retention::kStanding) {}
@@ -53,7 +44,8 @@ uint64_t LiveRecording::in_flight() const {
 }
 
 std::string LiveRecording::standing() const {
-  const Standing s = where_everyone_stands(reader_.recording(), {.now_wall_ns = wall_now_ns()});
+  const Standing s = where_everyone_stands(
+      reader_.recording(), {.now_wall_ns = nccl_profiler::clock_ns(CLOCK_REALTIME)});
   std::string text = render_standing_text(s);
   if (!broken_.empty()) {
     text += fmt::format("(the recording stopped being readable: {})\n", broken_);

@@ -14,6 +14,7 @@
 #include "probes/base/error.hpp"
 #include "probes/base/output_file.hpp"
 #include "probes/base/workers/signal_trap.hpp"
+#include "tracing/profiler/plugin_support.hpp"
 #include "tracing/profiler/record_line.hpp"
 #include "tracing/record/job.hpp"
 #include "tracing/record/recording_meta.hpp"
@@ -31,12 +32,6 @@ constexpr auto kTick = 100ms;     // how often the recording is read
 constexpr auto kKillGrace = 10s;  // SIGTERM to SIGKILL, for --kill-on-hang
 constexpr double kMaxHangTimeoutS = 7 * 86400.0;
 
-int64_t clock_ns(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 std::string host_name() {
   char name[256] = {};
   return ::gethostname(name, sizeof name - 1) == 0 ? name : "";
@@ -50,15 +45,16 @@ class Meta {
     m_.host = host_name();
     m_.command = q.command;
     m_.started_at = tracing::utc_now_iso8601();
-    m_.started_realtime_ns = clock_ns(CLOCK_REALTIME);
-    m_.started_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+    m_.started_realtime_ns = nccl_profiler::clock_ns(CLOCK_REALTIME);
+    m_.started_monotonic_ns = nccl_profiler::clock_ns(CLOCK_MONOTONIC);
     m_.hang_timeout_s = q.hang_timeout_s;
     m_.kill_on_hang = q.kill_on_hang;
     m_.plugin = q.plugin;
     write();
   }
   void hang(double quiet_s) {
-    m_.hang = RecordingHang{tracing::utc_now_iso8601(), clock_ns(CLOCK_MONOTONIC), quiet_s};
+    m_.hang = RecordingHang{tracing::utc_now_iso8601(), nccl_profiler::clock_ns(CLOCK_MONOTONIC),
+                            quiet_s};
     write();
   }
   void resumed() {
