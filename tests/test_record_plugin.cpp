@@ -717,7 +717,9 @@ TEST_F(RecordPluginTest, AnUnwritableDirectoryRecordsNothingAndSaysSoOnce) {
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 }
 
-TEST(RecordPluginLibrary, ExportsNothingButTheProfilerTable) {
+// The profiler table, the CUDA driver's injection entry (record --cupti) and the stand-ins for
+// CUPTI's subscribe calls; nothing of libstdc++ or of commtool's own code.
+TEST(RecordPluginLibrary, ExportsOnlyItsEntryPoints) {
   const std::string command =
       std::string("nm -D --defined-only ") + COMMTOOL_PROFILER_PLUGIN + " 2>&1";
   FILE* nm = popen(command.c_str(), "r");
@@ -730,5 +732,28 @@ TEST(RecordPluginLibrary, ExportsNothingButTheProfilerTable) {
     symbols.push_back(text.substr(text.rfind(' ') + 1));
   }
   ASSERT_EQ(pclose(nm), 0);
-  EXPECT_EQ(symbols, std::vector<std::string>{"ncclProfiler_v5"});
+  std::sort(symbols.begin(), symbols.end());
+  EXPECT_EQ(symbols, (std::vector<std::string>{"InitializeInjection", "cuptiSubscribe",
+                                               "cuptiSubscribe_v2", "ncclProfiler_v5"}));
+}
+
+// record --cupti's injection entry on a machine where its CUPTI layer cannot run: it says why
+// in a `cupti` line and returns success, so CUDA (and the job) go on without it.
+TEST_F(RecordPluginTest, TheInjectionEntryThatCannotStartCuptiSaysWhyAndLetsTheJobRun) {
+  using Entry = int (*)();
+  auto entry = reinterpret_cast<Entry>(dlsym(handle_, "InitializeInjection"));
+  ASSERT_NE(entry, nullptr);
+  setenv("COMMTOOL_CUPTI_LIBRARY", "/nonexistent/commtool-test/libcupti.so.13", 1);
+  EXPECT_EQ(entry(), 1);
+  unsetenv("COMMTOOL_CUPTI_LIBRARY");
+  wait_for_flush();
+  const std::vector<CuptiLine> states = lines_of_kind<CuptiLine>();
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].state, CuptiState::kOff);
+  // Where no CUPTI was loaded before, the one named is tried and named; where a test before
+  // this one loaded the toolkit's, CUPTI itself refuses on a machine without a GPU.
+  EXPECT_FALSE(states[0].why.empty());
+  if (states[0].why.starts_with("cannot load")) {
+    EXPECT_NE(states[0].why.find("/nonexistent/commtool-test/libcupti.so.13"), std::string::npos);
+  }
 }

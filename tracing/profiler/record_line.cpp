@@ -143,6 +143,13 @@ void append_bool(std::string& out, bool value) {
   out.append(value ? "true" : "false");
 }
 
+void append_stream(std::string& out, const StreamId& id) {
+  append_key(out, "ctx");
+  append_integer(out, id.context);
+  append_key(out, "s");
+  append_integer(out, id.stream);
+}
+
 struct LineWriter {
   std::string& out;
 
@@ -231,6 +238,45 @@ struct LineWriter {
     append_key(out, "t");
     append_integer(out, l.t_ns);
   }
+  void operator()(const CuptiLine& l) const {
+    out.append("{\"k\":\"cupti\"");
+    append_key(out, "state");
+    append_string(out, to_string(l.state));
+    append_key(out, "why");
+    append_string(out, l.why);
+    append_key(out, "dropped");
+    append_integer(out, l.dropped);
+    append_key(out, "t");
+    append_integer(out, l.t_ns);
+  }
+  void operator()(const WorkLine& l) const {
+    out.append("{\"k\":\"work\"");
+    append_stream(out, l.stream);
+    append_key(out, "c");
+    append_integer(out, l.correlation);
+    append_key(out, "gpu");
+    append_interval(out, l.gpu);
+    append_key(out, "nccl");
+    append_bool(out, l.nccl);
+  }
+  void operator()(const WaitLine& l) const {
+    out.append("{\"k\":\"wait\"");
+    append_stream(out, l.stream);
+    append_key(out, "ev");
+    append_integer(out, l.event);
+    append_key(out, "c");
+    append_integer(out, l.correlation);
+    append_key(out, "t");
+    append_integer(out, l.t_ns);
+  }
+  void operator()(const EventLine& l) const {
+    out.append("{\"k\":\"event\"");
+    append_stream(out, l.stream);
+    append_key(out, "ev");
+    append_integer(out, l.event);
+    append_key(out, "c");
+    append_integer(out, l.correlation);
+  }
 };
 
 // ---- reading ----------------------------------------------------------------------------------
@@ -267,6 +313,10 @@ class Fields {
   }
 
   uint64_t count(const char* key) const { return count_value(key, at(key)); }
+
+  uint32_t id32(const char* key) const {
+    return static_cast<uint32_t>(integer(key, 0, std::numeric_limits<uint32_t>::max()));
+  }
 
   std::optional<uint64_t> optional_count(const char* key) const {
     const json& value = at(key);
@@ -358,6 +408,10 @@ StartLine read_operation(const Fields& f) {
   return op;
 }
 
+StreamId read_stream(const Fields& f) {
+  return StreamId{f.id32("ctx"), f.id32("s")};
+}
+
 RecordLine read_line(const json& j) {
   if (!j.is_object()) {
     throw usage_error(fmt::format("record line {}: must be a JSON object", excerpt(j.dump())));
@@ -425,9 +479,50 @@ RecordLine read_line(const json& j) {
     l.t_ns = f.integer("t", 0, kMaxInt64);
     return l;
   }
-  throw usage_error(
-      fmt::format("record line: \"k\" {}: must be proc, comm, start, end, alive, fin or drop",
-                  excerpt(k->dump())));
+  if (kind == "cupti") {
+    CuptiLine l;
+    const std::string state = f.string("state");
+    if (state == "on") {
+      l.state = CuptiState::kOn;
+    } else if (state == "off") {
+      l.state = CuptiState::kOff;
+    } else if (state == "yielded") {
+      l.state = CuptiState::kYielded;
+    } else {
+      f.bad("state", f.at("state"), "must be \"on\", \"off\" or \"yielded\"");
+    }
+    l.why = f.string("why");
+    l.dropped = f.count("dropped");
+    l.t_ns = f.integer("t", 0, kMaxInt64);
+    return l;
+  }
+  if (kind == "work") {
+    WorkLine l;
+    l.stream = read_stream(f);
+    l.correlation = f.id32("c");
+    l.gpu = f.interval("gpu");
+    l.nccl = f.boolean("nccl");
+    return l;
+  }
+  if (kind == "wait") {
+    WaitLine l;
+    l.stream = read_stream(f);
+    l.event = f.id32("ev");
+    l.correlation = f.id32("c");
+    l.t_ns = f.integer("t", 0, kMaxInt64);
+    return l;
+  }
+  if (kind == "event") {
+    EventLine l;
+    l.stream = read_stream(f);
+    l.event = f.id32("ev");
+    l.correlation = f.id32("c");
+    return l;
+  }
+  throw usage_error(fmt::format(
+      "record line: \"k\" {}: must be proc, comm, start, end, alive, fin, drop, cupti, work, "
+      "wait or event",
+      excerpt(k->dump())));
 }
 
 }  // namespace
@@ -440,6 +535,18 @@ std::optional<RecordLine> parse_line_slow(std::string_view text) {
 }
 
 }  // namespace detail
+
+const char* to_string(CuptiState state) {
+  switch (state) {
+    case CuptiState::kOn:
+      return "on";
+    case CuptiState::kOff:
+      return "off";
+    case CuptiState::kYielded:
+      return "yielded";
+  }
+  return "?";
+}
 
 std::string to_line(const RecordLine& line) {
   std::string out;

@@ -20,6 +20,17 @@
 //   alive  the writer thread's heartbeat, once a second: the process is still there
 //   fin    a communicator was finalised
 //   drop   lines the plugin could not keep (its buffer was full): how many, since when
+// and, with `record --cupti`, from the plugin's CUPTI layer (tracing/profiler/cupti_mode.cpp),
+// loaded into the same process through CUDA_INJECTION64_PATH:
+//   cupti  the CUPTI layer's state changed: on, off (never started: why), yielded (another
+//          CUPTI client asked for CUPTI and was given it); with CUPTI's dropped-record count
+//   work   a kernel, copy or set on the GPU (CUPTI activity record): stream, the correlation id
+//          of the call that queued it, its interval on the host clock, whether it is NCCL's
+//   wait   a stream was made to wait for an event (cudaStreamWaitEvent): the host call
+//   event  an event was recorded on a stream (cudaEventRecord)
+// Correlation ids are CUPTI's: one counter per process, in the order the host calls were made,
+// so they order a stream's work, waits and event records as they were queued. Not every GPU
+// operation is written: see cupti_anchors.hpp for which are.
 #pragma once
 
 #include <cstdint>
@@ -127,8 +138,52 @@ struct DropLine {
   bool operator==(const DropLine&) const = default;
 };
 
-using RecordLine =
-    std::variant<ProcLine, CommLine, StartLine, EndLine, AliveLine, FinLine, DropLine>;
+enum class CuptiState { kOn, kOff, kYielded };
+
+struct CuptiLine {
+  CuptiState state = CuptiState::kOn;
+  std::string why;  // off: the reason; yielded: who asked; on: the CUPTI library's path
+  uint64_t dropped =
+      0;  // activity records CUPTI dropped so far (cuptiActivityGetNumDroppedRecords)
+  int64_t t_ns = 0;
+  bool operator==(const CuptiLine&) const = default;
+};
+
+// CUPTI's ids of a stream: the context's and the stream's (streams are numbered per context).
+struct StreamId {
+  uint32_t context = 0;
+  uint32_t stream = 0;
+  bool operator==(const StreamId&) const = default;
+  auto operator<=>(const StreamId&) const = default;
+};
+
+struct WorkLine {
+  StreamId stream;
+  uint32_t correlation = 0;
+  Interval gpu;       // on the host clock: CUPTI takes its timestamps from CLOCK_MONOTONIC
+  bool nccl = false;  // a kernel whose name begins with "nccl"
+  bool operator==(const WorkLine&) const = default;
+};
+
+struct WaitLine {
+  StreamId stream;  // the stream made to wait
+  uint32_t event = 0;
+  uint32_t correlation = 0;
+  int64_t t_ns = 0;  // the host call's start
+  bool operator==(const WaitLine&) const = default;
+};
+
+struct EventLine {
+  StreamId stream;  // where the event was recorded
+  uint32_t event = 0;
+  uint32_t correlation = 0;
+  bool operator==(const EventLine&) const = default;
+};
+
+using RecordLine = std::variant<ProcLine, CommLine, StartLine, EndLine, AliveLine, FinLine,
+                                DropLine, CuptiLine, WorkLine, WaitLine, EventLine>;
+
+const char* to_string(CuptiState state);
 
 // One line, no trailing newline. Communicator ids are written as 16 lowercase hex digits in a
 // string (JSON numbers lose 64-bit integers in most readers). Strings are escaped as JSON
