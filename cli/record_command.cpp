@@ -1,5 +1,6 @@
-// commtool record [--out DIR] [--hang-timeout S [--kill-on-hang]] -- CMD ...: runs an
-// unmodified job under commtool's NCCL profiler plugin (tracing/record/record_run) and, while it
+// commtool record [--out DIR] [--cupti] [--hang-timeout S [--kill-on-hang]] -- CMD ...: runs an
+// unmodified job under commtool's NCCL profiler plugin (tracing/record/record_run), with --cupti
+// also under its CUPTI layer (tracing/profiler/cupti_mode.cpp), and, while it
 // runs, reads the recording with the reader and standing rules `commtool report DIR` uses
 // (tracing/record/live_recording) to say where every rank stands when it stops making
 // progress.
@@ -14,6 +15,7 @@
 #include "build_info.hpp"
 #include "cli/commands.hpp"
 #include "probes/base/error.hpp"
+#include "tracing/cupti/cupti_tracer.hpp"
 #include "tracing/record/live_recording.hpp"
 #include "tracing/record/record_run.hpp"
 #include "tracing/trace/trace_plan.hpp"
@@ -27,7 +29,30 @@ struct RecordOptions {
   std::string out_dir;
   double hang_timeout_s = 0;
   bool kill_on_hang = false;
+  bool cupti = false;
 };
+
+// The CUPTI library the job's CUPTI layer loads, or empty, after a warning, when the layer
+// cannot run in this job: the job is recorded with the plugin alone rather than not at all.
+std::string cupti_for_job(const std::vector<std::string>& command) {
+  if (std::string conflict = record::cupti_conflict(command, std::getenv("CUDA_INJECTION64_PATH"));
+      !conflict.empty()) {
+    std::cerr << fmt::format(
+        "commtool record: WARNING: --cupti is off for this job: {}, and CUPTI takes one client "
+        "per process. Recording with the NCCL profiler plugin only.\n",
+        conflict);
+    return "";
+  }
+  try {
+    return tracing::CuptiTracer::library_path();
+  } catch (const Error& e) {
+    std::cerr << fmt::format(
+        "commtool record: WARNING: --cupti is off for this job: {}. Recording with the NCCL "
+        "profiler plugin only.\n",
+        e.what());
+    return "";
+  }
+}
 
 // commtool-record-<UTC date-time> here, or with -2, -3 ... when a recording of the same second
 // is already there (a script that records job after job).
@@ -65,6 +90,7 @@ int run_record_command(const GlobalOptions& global, const RecordOptions& o, CLI:
   q.kill_on_hang = o.kill_on_hang;
   q.plugin = tracing::find_profiler_plugin("/proc/self/exe");
   q.commtool_version = fmt::format("{} (git {})", build_info::kVersion, build_info::kGitCommit);
+  if (o.cupti) q.cupti_library = cupti_for_job(q.command);
 
   record::LiveRecording live(q.out_dir);
   const record::RecordOutcome outcome = record::run_recording(q, live.hooks());
@@ -95,6 +121,11 @@ Runner register_record(CLI::App& app, const GlobalOptions& global) {
                   "commtool-record-<UTC date-time> here)")
       ->check(non_empty_path())
       ->type_name("DIR");
+  cmd->add_flag("--cupti", o->cupti,
+                "Also record each operation's GPU-side waits with CUPTI (injected through "
+                "CUDA_INJECTION64_PATH): how long NCCL's stream waited for its input and the "
+                "job's streams for NCCL. Off, with a warning, in a job already under a CUPTI "
+                "tool; given up to a profiler the job starts itself (PyTorch's)");
   CLI::Option* hang = cmd->add_option("--hang-timeout", o->hang_timeout_s,
                                       "Say where every rank stands when no NCCL operation has "
                                       "completed for SEC seconds while some are in flight")

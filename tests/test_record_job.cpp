@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "probes/base/error.hpp"
@@ -377,4 +378,41 @@ TEST_F(LiveRecordingTest, ABadRecordingStopsTheWatchNotTheJob) {
   EXPECT_NO_THROW(hooks.poll());
   EXPECT_NO_THROW(hooks.poll());
   EXPECT_NE(hooks.standing().find("stopped being readable"), std::string::npos) << hooks.standing();
+}
+
+TEST(RecordCupti, AnotherToolsInjectionOrACuptiToolAsTheJobTurnsItOff) {
+  EXPECT_EQ(cupti_conflict({"python3", "train.py"}, nullptr), "");
+  EXPECT_EQ(cupti_conflict({"python3", "train.py"}, ""), "");
+  EXPECT_NE(cupti_conflict({"python3"}, "/opt/nsight/libToolsInjection64.so")
+                .find("CUDA_INJECTION64_PATH=/opt/nsight/libToolsInjection64.so"),
+            std::string::npos);
+  for (const char* tool : {"nsys", "/usr/local/cuda/bin/ncu", "compute-sanitizer", "cuda-gdb"}) {
+    EXPECT_NE(cupti_conflict({tool, "python3"}, nullptr).find("the job runs under"),
+              std::string::npos)
+        << tool;
+  }
+  EXPECT_EQ(cupti_conflict({"nsys-report-viewer"}, nullptr), "");
+}
+
+TEST(RecordCupti, TheJobGetsTheInjectionAndThePreloadOnlyWithCupti) {
+  RecordRequest q;
+  q.plugin = "/opt/commtool/lib/libcommtool_nccl_profiler.so";
+  q.out_dir = "/tmp/rec";
+  auto env = record_environment(q, "/usr/lib/libjemalloc.so");
+  auto value = [&env](const std::string& name) -> std::optional<std::string> {
+    for (const auto& [k, v] : env)
+      if (k == name) return v;
+    return std::nullopt;
+  };
+  EXPECT_EQ(value("NCCL_PROFILER_PLUGIN"), q.plugin);
+  EXPECT_FALSE(value("CUDA_INJECTION64_PATH"));
+  EXPECT_FALSE(value("LD_PRELOAD"));  // the job keeps its own, untouched
+  q.cupti_library = "/usr/local/cuda/lib64/libcupti.so.13";
+  env = record_environment(q, "/usr/lib/libjemalloc.so");
+  EXPECT_EQ(value("CUDA_INJECTION64_PATH"), q.plugin);
+  EXPECT_EQ(value("COMMTOOL_CUPTI_LIBRARY"), q.cupti_library);
+  // commtool's stand-ins first, then what the job preloaded.
+  EXPECT_EQ(value("LD_PRELOAD"), q.plugin + ":/usr/lib/libjemalloc.so");
+  env = record_environment(q, nullptr);
+  EXPECT_EQ(value("LD_PRELOAD"), q.plugin);
 }

@@ -50,6 +50,7 @@ class Meta {
     m_.hang_timeout_s = q.hang_timeout_s;
     m_.kill_on_hang = q.kill_on_hang;
     m_.plugin = q.plugin;
+    m_.cupti = !q.cupti_library.empty();
     write();
   }
   void hang(double quiet_s) {
@@ -150,9 +151,34 @@ void check_request(const RecordRequest& q) {
   }
 }
 
-std::vector<std::pair<std::string, std::string>> record_environment(const RecordRequest& q) {
-  return {{"NCCL_PROFILER_PLUGIN", q.plugin},
-          {nccl_profiler::kRecordDirEnv, fs::absolute(q.out_dir).string()}};
+std::string cupti_conflict(const std::vector<std::string>& command, const char* injection) {
+  if (injection != nullptr && *injection != '\0') {
+    return fmt::format("CUDA_INJECTION64_PATH={} is set: another tool injects into CUDA",
+                       excerpt(injection));
+  }
+  if (command.empty()) return "";
+  const std::string word = fs::path(command[0]).filename().string();
+  for (const char* tool : {"nsys", "ncu", "compute-sanitizer", "cuda-gdb", "nsight-sys"}) {
+    if (word == tool) {
+      return fmt::format("the job runs under {}, which injects its own CUPTI client", tool);
+    }
+  }
+  return "";
+}
+
+std::vector<std::pair<std::string, std::string>> record_environment(const RecordRequest& q,
+                                                                    const char* ld_preload) {
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"NCCL_PROFILER_PLUGIN", q.plugin},
+      {nccl_profiler::kRecordDirEnv, fs::absolute(q.out_dir).string()}};
+  if (!q.cupti_library.empty()) {
+    env.emplace_back("CUDA_INJECTION64_PATH", q.plugin);
+    env.emplace_back("COMMTOOL_CUPTI_LIBRARY", q.cupti_library);
+    // Preloaded so that its stand-ins for cuptiSubscribe come before CUPTI's (cupti_mode.cpp).
+    const bool theirs = ld_preload != nullptr && *ld_preload != '\0';
+    env.emplace_back("LD_PRELOAD", theirs ? q.plugin + ":" + ld_preload : q.plugin);
+  }
+  return env;
 }
 
 RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
@@ -172,7 +198,7 @@ RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
   const auto started = Clock::now();
   Job job;
   try {
-    job = Job::start(q.command, record_environment(q));
+    job = Job::start(q.command, record_environment(q, std::getenv("LD_PRELOAD")));
   } catch (...) {
     std::error_code ec;
     if (dir_existed) {

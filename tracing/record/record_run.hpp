@@ -30,6 +30,10 @@ struct RecordRequest {
   bool kill_on_hang = false;             // then end the job (SIGTERM, then SIGKILL)
   std::string plugin;                    // the profiler plugin library, an absolute path
   std::string commtool_version;
+  // --cupti: the plugin's CUPTI layer is injected too (CUDA_INJECTION64_PATH, and LD_PRELOAD for
+  // its stand-ins that give CUPTI up to a later client), loading this CUPTI library. Empty: no
+  // CUPTI layer.
+  std::string cupti_library;
 };
 
 // What the loop asks of the growing recording. Kept as functions so that this layer does not
@@ -58,7 +62,15 @@ void check_request(const RecordRequest& request);
 // ended. Progress lines and the hang report go to standard error.
 RecordOutcome run_recording(const RecordRequest& request, const RecordHooks& hooks);
 
-// The environment the job gets on top of commtool's own.
-std::vector<std::pair<std::string, std::string>> record_environment(const RecordRequest& request);
+// Why the CUPTI layer must not be injected into this job, or empty when it may: another tool
+// already injects into CUDA (`injection`: the CUDA_INJECTION64_PATH commtool was started with),
+// or the job's first word is a tool that does (Nsight Systems or Compute, compute-sanitizer,
+// cuda-gdb), which would replace commtool's injection in the processes it starts.
+std::string cupti_conflict(const std::vector<std::string>& command, const char* injection);
+
+// The environment the job gets on top of commtool's own (`ld_preload`: the LD_PRELOAD
+// commtool was started with, which the job keeps after commtool's library).
+std::vector<std::pair<std::string, std::string>> record_environment(const RecordRequest& request,
+                                                                    const char* ld_preload);
 
 }  // namespace commtool::record

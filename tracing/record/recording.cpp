@@ -15,12 +15,16 @@ namespace commtool::record {
 
 using nccl_profiler::AliveLine;
 using nccl_profiler::CommLine;
+using nccl_profiler::CuptiLine;
 using nccl_profiler::DropLine;
 using nccl_profiler::EndLine;
+using nccl_profiler::EventLine;
 using nccl_profiler::FinLine;
 using nccl_profiler::ProcLine;
 using nccl_profiler::RecordLine;
 using nccl_profiler::StartLine;
+using nccl_profiler::WaitLine;
+using nccl_profiler::WorkLine;
 
 namespace {
 
@@ -211,6 +215,17 @@ class Apply {
     seen(d.t_ns);
   }
 
+  // The CUPTI layer's lines: kept for the report only (the standing view needs none). Their
+  // number is bounded like the end lines': a GPU work line or two per mark, a few marks per
+  // operation.
+  void operator()(const CuptiLine& c) {
+    p_.cupti.states.push_back(c);
+    seen(c.t_ns);
+  }
+  void operator()(const WorkLine& w) { keep(p_.cupti.work, w); }
+  void operator()(const WaitLine& w) { keep(p_.cupti.waits, w); }
+  void operator()(const EventLine& e) { keep(p_.cupti.events, e); }
+
  private:
   size_t rank_of(uint64_t comm, int rank) {
     for (size_t i = 0; i < p_.ranks.size(); ++i) {
@@ -225,6 +240,18 @@ class Apply {
   }
 
   void seen(int64_t t_ns) { p_.last_t_ns = std::max(p_.last_t_ns, t_ns); }
+
+  template <class Line>
+  void keep(std::vector<Line>& lines, const Line& l) {
+    if (retention_ != Retention::kAll) return;
+    if (++rec_.cupti_lines > kCuptiLinesPerOperation * max_operations_) {
+      throw usage_error(
+          fmt::format("{}: more than {} CUPTI lines in the recording; commtool "
+                      "report reads at most that many",
+                      where(), kCuptiLinesPerOperation * max_operations_));
+    }
+    lines.push_back(l);
+  }
 
   std::string where() const { return fmt::format("{}:{}", path_, line_); }
 

@@ -39,6 +39,9 @@ inline constexpr size_t kMaxLineBytes = 64 * 1024;
 // oldest are let go (RankRecord::forgotten): an end line lost to a drop must not grow the
 // in-flight set for the rest of a long job.
 inline constexpr size_t kMaxInFlightPerRank = 4096;
+// CUPTI's work, wait and event lines Retention::kAll keeps, per end line it may keep: a few
+// dozen bytes each, so they weigh less than the operations they describe.
+inline constexpr uint64_t kCuptiLinesPerOperation = 16;
 
 // What a reader accepts; the defaults are the limits above (tests lower them).
 struct ReadLimits {
@@ -66,6 +69,14 @@ struct RankRecord {
   std::vector<nccl_profiler::EndLine> ops;           // Retention::kAll: every end line, by index
 };
 
+// What the plugin's CUPTI layer wrote for one process (record --cupti).
+struct CuptiActivity {
+  std::vector<nccl_profiler::CuptiLine> states;  // every cupti line, in order (any retention)
+  std::vector<nccl_profiler::WorkLine> work;     // Retention::kAll only, as written
+  std::vector<nccl_profiler::WaitLine> waits;
+  std::vector<nccl_profiler::EventLine> events;
+};
+
 // One process of the job: one procs/*.jsonl file.
 struct ProcessRecord {
   std::string file;                             // the file's path
@@ -75,7 +86,8 @@ struct ProcessRecord {
   uint64_t dropped_lines = 0;                   // what its drop lines add up to
   std::optional<int64_t> first_drop_ns;         // since when it dropped lines
   std::vector<RankRecord> ranks;                // in the order they first appeared
-  uint64_t lines = 0;                           // complete lines read
+  CuptiActivity cupti;
+  uint64_t lines = 0;  // complete lines read
 
   // A host time of this process (CLOCK_MONOTONIC ns) as wall-clock ns since the epoch, through
   // its proc line's pair of clock readings; the time as it is when there is no proc line.
@@ -88,6 +100,7 @@ struct Recording {
   std::vector<ProcessRecord> processes;  // in the order their files were found (by name)
   std::vector<std::string> warnings;     // what reading left out, file:line first
   uint64_t end_lines = 0;
+  uint64_t cupti_lines = 0;  // work, wait and event lines (Retention::kAll)
 };
 
 class RecordingReader {
