@@ -243,3 +243,67 @@ TEST(RecordReport, TheChromeTraceHasATrackPerRankOnTheMappedClock) {
 }
 
 }  // namespace
+
+// record --cupti: one process, two AllReduces whose kernels CUPTI recorded on NCCL's stream;
+// the compute stream waited for the first one's end and CUPTI was then given up to a profiler.
+TEST(RecordReport, CuptiRecordsSplitTheOperationsTheyCoverAndSayWhenCuptiWasGivenUp) {
+  namespace np = commtool::nccl_profiler;
+  RecordingDir dir;
+  const np::StreamId compute{1, 7}, nccl{1, 13};
+  const int64_t t0 = kMono0 + kSecond, t1 = t0 + 10 * kMs;
+  const auto s0 = start_line(kComm, 0, 0, t0), s1 = start_line(kComm, 0, 1, t1);
+  // Kernels run [t + 40 us, +1000 us) on the host clock; the plugin's stamps say the same.
+  const auto e0 = end_line(s0, t0 + 40 * kUs, 1000 * kUs),
+             e1 = end_line(s1, t1 + 40 * kUs, 1000 * kUs);
+  std::string text =
+      lines_of({proc_line(100), comm_line(kComm, 0, 2),
+                np::CuptiLine{np::CuptiState::kOn, "libcupti.so.13", 0, kMono0}, s0, e0, s1, e1});
+  // CUPTI's kernels start 2 us before the plugin's first channel and end 1 us after its last.
+  text += lines_of({np::WorkLine{nccl, 10, {t0 + 38 * kUs, t0 + 1041 * kUs}, true},
+                    np::EventLine{nccl, 5, 11}, np::WorkLine{compute, 8, {t0, t0 + 300 * kUs}},
+                    np::WaitLine{compute, 5, 12, t0 + 100 * kUs},
+                    np::WorkLine{compute, 13, {t0 + 1050 * kUs, t0 + 1100 * kUs}},
+                    np::WorkLine{nccl, 20, {t1 + 38 * kUs, t1 + 1041 * kUs}, true},
+                    np::CuptiLine{np::CuptiState::kYielded, "libtorch_cpu.so", 0, t1 - kMs}});
+  dir.append("node-a-100.jsonl", text);
+  const RecordingReport r = analyse_recording(load_recording(dir.path));
+  ASSERT_EQ(r.ops.size(), 1u);
+  const OpRow& row = r.ops[0];
+  // Only the operation before CUPTI was given up is split.
+  EXPECT_EQ(row.split_operations, 1);
+  EXPECT_DOUBLE_EQ(row.kernel_us.median, 1003);
+  EXPECT_DOUBLE_EQ(row.input_wait_us.median, 0);
+  // The compute stream was done at 300 us and waited until the kernel ended at 1041 us.
+  EXPECT_DOUBLE_EQ(row.exposed_wait_us.median, 741);
+  ASSERT_EQ(r.clocks.size(), 1u);
+  EXPECT_EQ(r.clocks[0].cupti_matched, 1u);
+  // The plugin's stamps map 5 us late (every report of them was 5 us late), CUPTI's kernel
+  // starts 2 us before the first channel.
+  EXPECT_DOUBLE_EQ(*r.clocks[0].cupti_lead_us, -7);
+  ASSERT_EQ(r.cupti.size(), 1u);
+  EXPECT_EQ(r.cupti[0].state, "yielded");
+  const std::string report = render_recording_text(r);
+  EXPECT_NE(report.find("gave CUPTI up to libtorch_cpu.so"), std::string::npos) << report;
+  EXPECT_NE(report.find("GPU-side split"), std::string::npos) << report;
+  EXPECT_EQ(recording_to_json(r)["operations"][0]["cupti_split"]["exposed_wait_us"]["median"],
+            741.0);
+}
+
+TEST(RecordReport, AProcessWithoutItsCuptiLayerIsNamedWhenCuptiWasAskedFor) {
+  RecordingDir dir;
+  const int64_t t0 = kMono0 + kSecond;
+  const auto s0 = start_line(kComm, 0, 0, t0);
+  dir.append("node-a-100.jsonl", lines_of({proc_line(100), comm_line(kComm, 0, 2), s0,
+                                           end_line(s0, t0 + 40 * kUs, 1000 * kUs)}));
+  Recording rec = load_recording(dir.path);
+  RecordingMeta meta;
+  meta.cupti = true;
+  rec.meta = meta;
+  const RecordingReport r = analyse_recording(rec);
+  ASSERT_EQ(r.cupti.size(), 1u);
+  EXPECT_EQ(r.cupti[0].state, "absent");
+  bool named = false;
+  for (const std::string& w : r.warnings)
+    named = named || w.find("node-a pid 100: no CUPTI split") != std::string::npos;
+  EXPECT_TRUE(named);
+}

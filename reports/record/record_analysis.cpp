@@ -9,6 +9,7 @@
 
 #include "probes/base/error.hpp"
 #include "reports/record/record_report.hpp"
+#include "reports/record/record_split.hpp"
 #include "tracing/collectives/collective_data.hpp"
 #include "tracing/collectives/collectives.hpp"
 #include "tracing/record/record_text.hpp"
@@ -98,8 +99,9 @@ using RowKey = std::tuple<uint64_t, std::string, uint64_t, std::string>;  // com
 struct RowData {
   OpRow row;
   std::vector<double> api, enqueue;
-  std::unordered_map<uint64_t, double> slowest_gpu_us;  // by index
-  std::map<tracing::NcclWay, int> ways;                 // operations per way (count unset)
+  std::vector<double> input_wait, kernel, exposed_wait;  // record --cupti
+  std::unordered_map<uint64_t, double> slowest_gpu_us;   // by index
+  std::map<tracing::NcclWay, int> ways;                  // operations per way (count unset)
 };
 
 struct RankData {
@@ -140,6 +142,10 @@ OpRow finish_row(RowData& d) {
   for (const auto& [index, t] : d.slowest_gpu_us)
     if (t >= 0) gpu.push_back(t);
   row.gpu_us = measure::summarize(std::move(gpu));
+  row.split_operations = static_cast<int>(d.kernel.size());
+  row.input_wait_us = measure::summarize(std::move(d.input_wait));
+  row.kernel_us = measure::summarize(std::move(d.kernel));
+  row.exposed_wait_us = measure::summarize(std::move(d.exposed_wait));
   const auto c = tracing::parse_collective(row.func);
   if (row.bytes && c && row.gpu_us.n > 0) {
     row.busbw_gbps =
@@ -186,6 +192,61 @@ void find_stragglers(const std::map<uint64_t, CommStarts>& starts,
         out.push_back(
             {comm, c.name, rank, d.row.process, last[rank], compared, median, max_lag, threshold});
       }
+    }
+  }
+}
+
+// What the process's CUPTI layer wrote about itself; none when it wrote nothing and none was
+// asked for.
+std::optional<CuptiStatus> cupti_status(const ProcessRecord& p, bool asked) {
+  CuptiStatus s;
+  s.process = process_name(p);
+  if (p.cupti.states.empty()) {
+    // A process without a communicator (torchrun's own, a data loader) has nothing to split.
+    if (!asked || p.ranks.empty()) return std::nullopt;
+    s.state = "absent";
+    s.why =
+        "the CUPTI layer never started (the process did not use CUDA, or another tool's "
+        "injection took CUDA_INJECTION64_PATH)";
+    return s;
+  }
+  s.state = to_string(p.cupti.states.front().state);
+  for (const nccl_profiler::CuptiLine& l : p.cupti.states) {
+    s.dropped = std::max(s.dropped, l.dropped);
+    if (l.state == nccl_profiler::CuptiState::kOff) {
+      s.state = "off";
+      s.why = l.why;
+    } else if (l.state == nccl_profiler::CuptiState::kYielded && !s.yielded_wall_ns) {
+      s.state = "yielded";
+      s.why = l.why;
+      s.yielded_wall_ns = p.wall_ns(l.t_ns);
+    }
+  }
+  return s;
+}
+
+// The host time from which the process's CUPTI layer recorded nothing: when it yielded.
+std::optional<int64_t> cupti_end_ns(const ProcessRecord& p) {
+  for (const nccl_profiler::CuptiLine& l : p.cupti.states)
+    if (l.state == nccl_profiler::CuptiState::kYielded) return l.t_ns;
+  return std::nullopt;
+}
+
+void cupti_warnings(const RecordingReport& r, std::vector<std::string>& out) {
+  for (const CuptiStatus& s : r.cupti) {
+    if (s.state == "absent" || s.state == "off") {
+      out.push_back(fmt::format("{}: no CUPTI split: {}", s.process, excerpt(s.why, 300)));
+    } else if (s.state == "yielded") {
+      out.push_back(fmt::format(
+          "{}: the CUPTI layer gave CUPTI up to {} at {} (a profiler of the job's own asked "
+          "for it): operations after that have no CUPTI split",
+          s.process, excerpt(s.why, 200), record::utc_date_time(*s.yielded_wall_ns)));
+    }
+    if (s.dropped > 0) {
+      out.push_back(
+          fmt::format("{}: CUPTI dropped {} activity record(s): some splits may be "
+                      "missing or short",
+                      s.process, s.dropped));
     }
   }
 }
@@ -258,10 +319,17 @@ RecordingReport analyse_recording(const Recording& rec) {
   std::map<std::pair<uint64_t, int>, RankData> ranks;
   std::map<uint64_t, CommStarts> starts;
   uint64_t impossible = 0;
+  const bool cupti_asked = rec.meta && rec.meta->cupti;
   for (const ProcessRecord& p : rec.processes) {
     const GpuClockMap clock(p);
-    report.clocks.push_back(
-        {process_name(p), clock.pairs(), clock.windows(), clock.median_excess_us()});
+    ClockFit& fit = report.clocks.emplace_back(
+        ClockFit{process_name(p), clock.pairs(), clock.windows(), clock.median_excess_us()});
+    const std::optional<CuptiStatus> status = cupti_status(p, cupti_asked);
+    if (status) report.cupti.push_back(*status);
+    const std::optional<CuptiSplit> split =
+        p.cupti.work.empty() ? std::nullopt : std::optional<CuptiSplit>(CuptiSplit(p.cupti));
+    const std::optional<int64_t> cupti_end = cupti_end_ns(p);
+    std::vector<double> leads;
     for (const record::RankRecord& r : p.ranks) {
       RankData& rank = ranks[{r.comm, r.rank}];
       rank.row.comm = r.comm;
@@ -292,13 +360,26 @@ RecordingReport analyse_recording(const Recording& rec) {
         const bool possible = !gpu_start || *gpu_start >= e.enqueue.start_ns;
         if (!possible) ++impossible;
         add_operation(d, e, e.complete && possible);
+        if (split && gpu_start && e.complete && possible &&
+            (!cupti_end || e.enqueue.start_ns < *cupti_end)) {
+          const nccl_profiler::Interval mapped{*gpu_start, *clock.host_ns(e.gpu->end_ns)};
+          if (const std::optional<OperationSplit> s = split->of(mapped)) {
+            d.input_wait.push_back(us(s->input_wait_ns));
+            d.kernel.push_back(us(s->kernel.end_ns - s->kernel.start_ns));
+            d.exposed_wait.push_back(us(s->exposed_wait_ns));
+            leads.push_back(us(s->kernel.start_ns - mapped.start_ns));
+          }
+        }
         ++rank.row.operations;
         if (!e.gpu || !e.complete || !possible) continue;
         rank.gpu.push_back(us(e.gpu->end_ns - e.gpu->start_ns));
         if (gpu_start) comm_starts.by_index[op.index].emplace_back(r.rank, p.wall_ns(*gpu_start));
       }
     }
+    fit.cupti_matched = leads.size();
+    if (!leads.empty()) fit.cupti_lead_us = median_of(std::move(leads));
   }
+  cupti_warnings(report, report.warnings);
   if (impossible > 0) {
     report.warnings.push_back(fmt::format(
         "{} operation(s) carry GPU stamps that cannot be right (the kernel mapped to start "

@@ -110,20 +110,37 @@ json recording_to_json(const RecordingReport& r) {
   json ops = json::array(), ranks = json::array(), stragglers = json::array(),
        clocks = json::array();
   for (const OpRow& row : r.ops) {
-    ops.push_back({{"comm", comm_hex(row.comm)},
-                   {"nranks", row.nranks > 0 ? json(row.nranks) : json(nullptr)},
-                   {"func", row.func},
-                   {"count", row.count},
-                   {"datatype", row.datatype},
-                   {"bytes", or_null(row.bytes)},
-                   {"operations", row.operations},
-                   {"rank_operations", row.rank_operations},
-                   {"unverified", row.unverified},
-                   {"api_us", summary_json(row.api_us)},
-                   {"enqueue_us", summary_json(row.enqueue_us)},
-                   {"gpu_us", summary_json(row.gpu_us)},
-                   {"busbw_gbps", or_null(row.busbw_gbps)},
-                   {"nccl", nccl_json(row.nccl)}});
+    ops.push_back(
+        {{"comm", comm_hex(row.comm)},
+         {"nranks", row.nranks > 0 ? json(row.nranks) : json(nullptr)},
+         {"func", row.func},
+         {"count", row.count},
+         {"datatype", row.datatype},
+         {"bytes", or_null(row.bytes)},
+         {"operations", row.operations},
+         {"rank_operations", row.rank_operations},
+         {"unverified", row.unverified},
+         {"api_us", summary_json(row.api_us)},
+         {"enqueue_us", summary_json(row.enqueue_us)},
+         {"gpu_us", summary_json(row.gpu_us)},
+         {"busbw_gbps", or_null(row.busbw_gbps)},
+         {"nccl", nccl_json(row.nccl)},
+         {"cupti_split", row.split_operations == 0
+                             ? json(nullptr)
+                             : json{{"rank_operations", row.split_operations},
+                                    {"input_wait_us", summary_json(row.input_wait_us)},
+                                    {"kernel_us", summary_json(row.kernel_us)},
+                                    {"exposed_wait_us", summary_json(row.exposed_wait_us)}}}});
+  }
+  json cupti = json::array();
+  for (const CuptiStatus& c : r.cupti) {
+    cupti.push_back(
+        {{"process", c.process},
+         {"state", c.state},
+         {"why", c.why},
+         {"yielded_at",
+          c.yielded_wall_ns ? json(record::utc_date_time(*c.yielded_wall_ns)) : json(nullptr)},
+         {"dropped_records", c.dropped}});
   }
   for (const RankRow& row : r.ranks) {
     ranks.push_back({{"comm", comm_hex(row.comm)},
@@ -148,7 +165,9 @@ json recording_to_json(const RecordingReport& r) {
     clocks.push_back({{"process", c.process},
                       {"pairs", c.pairs},
                       {"windows", c.windows},
-                      {"median_excess_us", or_null(c.median_excess_us)}});
+                      {"median_excess_us", or_null(c.median_excess_us)},
+                      {"cupti_matched", c.cupti_matched},
+                      {"cupti_kernel_start_minus_mapped_us", or_null(c.cupti_lead_us)}});
   }
   return {{"schema_version", 1},
           {"command", "report"},
@@ -161,6 +180,7 @@ json recording_to_json(const RecordingReport& r) {
           {"ranks", std::move(ranks)},
           {"stragglers", std::move(stragglers)},
           {"clocks", std::move(clocks)},
+          {"cupti", std::move(cupti)},
           {"end_lines", r.end_lines},
           {"warnings", r.warnings}};
 }

@@ -62,6 +62,19 @@ struct ClockFit {
   uint64_t pairs = 0;   // kernel stamps with the host time they were seen at
   size_t windows = 0;
   std::optional<double> median_excess_us;  // typical delay beyond the window's smallest
+  // record --cupti: operations matched to a CUPTI NCCL kernel, and the median of CUPTI's kernel
+  // start minus the operation's mapped GPU start (two independent GPU-to-host mappings).
+  uint64_t cupti_matched = 0;
+  std::optional<double> cupti_lead_us;
+};
+
+// What the CUPTI layer of one process did (record --cupti).
+struct CuptiStatus {
+  std::string process;
+  std::string state;  // "on", "off", "yielded", or "absent" (asked for, never started)
+  std::string why;    // off: the reason; yielded: the library that asked for CUPTI
+  std::optional<int64_t> yielded_wall_ns;
+  uint64_t dropped = 0;
 };
 
 // One communicator, function and size: every rank's operations of it.
@@ -82,6 +95,11 @@ struct OpRow {
   measure::Summary gpu_us;      // first channel start to last stop, each op at its slowest rank
   std::optional<double> busbw_gbps;  // from gpu_us's median, nccl-tests' factor
   tracing::NcclChoice nccl;          // most common way first
+  // record --cupti (record_split.hpp), over the verified rank operations matched to a kernel:
+  int split_operations = 0;
+  measure::Summary input_wait_us;    // NCCL's stream waiting for the input
+  measure::Summary kernel_us;        // CUPTI's NCCL kernel
+  measure::Summary exposed_wait_us;  // the job's streams waiting for the operation's end
 };
 
 struct RankRow {
@@ -118,7 +136,8 @@ struct RecordingReport {
   std::vector<OpRow> ops;  // by communicator, function, size
   std::vector<RankRow> ranks;
   std::vector<Straggler> stragglers;
-  std::vector<ClockFit> clocks;  // per process
+  std::vector<ClockFit> clocks;    // per process
+  std::vector<CuptiStatus> cupti;  // per process with a CUPTI layer, or asked for one
   std::vector<std::string> warnings;
   uint64_t end_lines = 0;
 };

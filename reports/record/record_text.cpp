@@ -131,6 +131,26 @@ std::string op_table(const RecordingReport& r) {
          (t.empty() ? "  no operation ended\n" : t.render());
 }
 
+// record --cupti: each operation's GPU-side waits, for the rows that have any.
+std::string split_table(const RecordingReport& r) {
+  if (r.cupti.empty()) return "";
+  TextTable t({"communicator", "func", "size", "ops split", "input wait us", "kernel us",
+               "exposed wait us"});
+  for (const OpRow& row : r.ops) {
+    if (row.split_operations == 0) continue;
+    t.add_row({record::comm_label(row.comm, row.comm_name), excerpt(row.func, 40),
+               row.bytes ? measure::format_byte_size(*row.bytes) : "-",
+               fmt::format("{}/{}", row.split_operations, row.rank_operations),
+               median_spread_us(row.input_wait_us), median_spread_us(row.kernel_us),
+               median_spread_us(row.exposed_wait_us)});
+  }
+  return "\nGPU-side split (record --cupti; median [min-max] in us over every rank's operations "
+         "matched to CUPTI's NCCL kernel. input wait: NCCL's stream waiting for the operation's "
+         "input; kernel: the NCCL kernel as CUPTI timed it; exposed wait: the job's streams "
+         "waiting for the operation's end, summed over streams)\n" +
+         (t.empty() ? "  no operation was matched to a CUPTI kernel\n" : t.render());
+}
+
 std::string rank_table(const RecordingReport& r) {
   TextTable t({"communicator", "rank", "process", "ops", "GPU us", "start lag us", "started last"});
   for (const RankRow& row : r.ranks) {
@@ -147,15 +167,26 @@ std::string rank_table(const RecordingReport& r) {
 }
 
 std::string clock_table(const RecordingReport& r) {
-  TextTable t({"process", "stamps seen", "windows", "typical delay beyond the smallest us"});
+  const bool cupti = !r.cupti.empty();
+  std::vector<std::string> columns = {"process", "stamps seen", "windows",
+                                      "typical delay beyond the smallest us"};
+  if (cupti) columns.insert(columns.end(), {"CUPTI matched", "CUPTI kernel start - mapped us"});
+  TextTable t(columns);
   for (const ClockFit& c : r.clocks) {
-    t.add_row({c.process, fmt::format("{}", c.pairs), fmt::format("{}", c.windows),
-               c.median_excess_us ? fmt::format("{:.1f}", *c.median_excess_us) : "-"});
+    std::vector<std::string> row = {
+        c.process, fmt::format("{}", c.pairs), fmt::format("{}", c.windows),
+        c.median_excess_us ? fmt::format("{:.1f}", *c.median_excess_us) : "-"};
+    if (cupti) {
+      row.push_back(fmt::format("{}", c.cupti_matched));
+      row.push_back(c.cupti_lead_us ? fmt::format("{:.1f}", *c.cupti_lead_us) : "-");
+    }
+    t.add_row(row);
   }
   return "\nClocks (each process's GPU %globaltimer onto its host's CLOCK_MONOTONIC by the "
          "smallest delay of NCCL's proxy reports per 10 s window: a mapped time is late by at "
-         "most that delay; hosts onto wall-clock time by each process's clock pair)\n" +
-         (t.empty() ? "  no process recorded\n" : t.render());
+         "most that delay; hosts onto wall-clock time by each process's clock pair" +
+         std::string(cupti ? "; CUPTI's own mapping of the same kernels beside it, median" : "") +
+         ")\n" + (t.empty() ? "  no process recorded\n" : t.render());
 }
 
 }  // namespace
@@ -166,7 +197,7 @@ std::string render_recording_text(const RecordingReport& r) {
     out += "WARNING: " + w + "\n";
   if (!r.warnings.empty()) out += "\n";
   out += verdict(r) + "\n";
-  return out + op_table(r) + rank_table(r) + clock_table(r);
+  return out + op_table(r) + split_table(r) + rank_table(r) + clock_table(r);
 }
 
 }  // namespace commtool::reports
