@@ -6,7 +6,10 @@
 # a job that is not PyTorch (nccl-tests, the system's NCCL) recorded too; and the plugin's cost:
 # the job's wall time with and without `record`, alternating. Logs in OUT_DIR; a table last.
 #   scripts/gpu-record.sh [OUT_DIR] [ANCHORS_DIR]      (after building here)
-# PARTS=checks or PARTS=cost runs one half (each fits a 10-minute call); default both.
+# PARTS: a comma list of checks, cupti and cost (each fits a 10-minute call); default all three.
+# cupti: `record --cupti` on the same jobs (its records checked too), PyTorch's profiler started
+# mid-job under it (it must still see its kernels), and a job under compute-sanitizer (--cupti
+# must step aside).
 # COST_PAIRS: how many without/with pairs the cost measurement alternates (default 5).
 # ANCHORS_DIR: prebuilt nccl-tests (all_reduce_perf); without it that step is not run.
 set -uo pipefail
@@ -26,15 +29,17 @@ step() {  # step NAME COMMAND...: runs it, logs it, records pass/fail
   echo "=== $name: $*" >> "$log"
   if "$@" >> "$log" 2>&1; then result[$name]=ok; else result[$name]="FAILED (rc $?)"; fi
 }
-recorded() {  # recorded NAME RANKS -- JOB...: record the job, check it, report it
-  local name=$1 ranks=$2; shift 3
+recorded() {  # recorded NAME RANKS [--cupti] -- JOB...: record the job, check it, report it
+  local name=$1 ranks=$2 cupti=(); shift 2
+  [[ $1 == --cupti ]] && { cupti=(--cupti); shift; }
+  shift
   rm -rf "$out/$name" "$out/$name-truth"
-  step "$name" "$bin" record --out "$out/$name" -- "$@" --results "$out/$name-truth"
-  step "$name-check" python3 tests/torch/check_recording.py "$out/$name" "$out/$name-truth" --ranks "$ranks"
+  step "$name" "$bin" record "${cupti[@]}" --out "$out/$name" -- "$@" --results "$out/$name-truth"
+  step "$name-check" python3 tests/torch/check_recording.py "$out/$name" "$out/$name-truth" --ranks "$ranks" "${cupti[@]}"
   step "$name-report" bash -c "'$bin' report '$out/$name' > '$out/$name-report.txt' && '$bin' report '$out/$name' --json > '$out/$name-report.json' && '$bin' report '$out/$name' --trace '$out/$name-trace.json' > /dev/null"
 }
 
-parts=${PARTS:-checks,cost}
+parts=${PARTS:-checks,cupti,cost}
 export NCCL_NVLS_ENABLE=0
 if [[ $parts == *checks* ]]; then
 recorded r1 1 -- "${job[@]}" --iters 5
@@ -59,9 +64,10 @@ else
 fi
 
 
-# The plugin exports its table and nothing else, and trace's use of it still names what NCCL ran.
+# The plugin exports its table, the injection entry and the subscribe stand-ins, nothing else;
+# and trace's use of it still names what NCCL ran.
 plugin=$(ls build/tracing/libcommtool_nccl_profiler.so)
-step plugin-exports bash -c "nm -D --defined-only '$plugin'; test \"\$(nm -D --defined-only '$plugin' | awk '\$2 != \"A\" {print \$3}')\" = ncclProfiler_v5"
+step plugin-exports bash -c "nm -D --defined-only '$plugin'; test \"\$(nm -D --defined-only '$plugin' | awk '\$2 != \"A\" {print \$3}' | sort | tr '\n' ' ')\" = 'InitializeInjection cuptiSubscribe cuptiSubscribe_v2 ncclProfiler_v5 '"
 step trace-plugin bash -c "'$bin' --devices 0,0 trace allreduce -b 1K -e 1M -f 1024 -n 3 --mode sync | tee '$out/trace.txt' | grep -Eq 'RING|TREE'"
 # Which NCCL each recorded job ran: torch's (2.28.9) and the system's (2.28.3) both loaded it.
 step nccl-versions python3 -c "
@@ -74,6 +80,27 @@ print(seen)
 sys.exit(0 if len(seen.get('r2', ())) == 1 and all(v for vs in seen.values() for v in vs) else 1)"
 fi
 
+if [[ $parts == *cupti* ]]; then
+recorded rc1 1 --cupti -- "${job[@]}" --iters 5
+recorded rc2 2 --cupti -- "${job[@]}" --nproc 2 --iters 5
+recorded rc4 4 --cupti -- python3 -m torch.distributed.run --nproc-per-node 4 --master-port 29562 \
+  "$(pwd)/tests/torch/collectives.py" --iters 3 --sizes 1024,1048576
+# PyTorch's profiler started mid-job: without commtool, then under record --cupti, which must
+# give CUPTI up to it (a "yielded" line) so that it sees its kernels as it did without.
+prof=(--nproc 2 --funcs all_reduce --modes sync --iters 40 --sizes 1048576 --profile-at 15 --profile-ops 10)
+rm -rf "$out/prof-plain-truth" "$out/prof" "$out/prof-truth"
+step prof-plain "${job[@]}" "${prof[@]}" --results "$out/prof-plain-truth"
+step prof "$bin" record --cupti --out "$out/prof" -- "${job[@]}" "${prof[@]}" --results "$out/prof-truth"
+step prof-check python3 tests/torch/check_recording.py "$out/prof" "$out/prof-truth" --ranks 2 --cupti --profiled "$out/prof-plain-truth"
+# A job under a CUPTI tool of its own: --cupti steps aside with a warning, the plugin records.
+if [[ -x $anchors/all_reduce_perf ]] && command -v compute-sanitizer > /dev/null; then
+  rm -rf "$out/sanitized"
+  step sanitized bash -c "'$bin' record --cupti --out '$out/sanitized' -- compute-sanitizer --tool memcheck '$anchors/all_reduce_perf' -b 8 -e 1K -f 4 -g 1 -n 2 -w 1 2> '$out/sanitized.err'; rc=\$?; cat '$out/sanitized.err'; test \$rc -eq 0 && grep -q 'cupti is off' '$out/sanitized.err' && '$bin' report '$out/sanitized' > '$out/sanitized-report.txt'"
+else
+  order+=(sanitized); result[sanitized]="not run (no all_reduce_perf or compute-sanitizer)"
+fi
+fi
+
 # The plugin's cost: the job's own wall time (its ops, excluding Python start-up) and the whole
 # command's, without and with record, alternating, 5 pairs each.
 if [[ $parts == *cost* ]]; then
@@ -83,29 +110,33 @@ bin, out, pairs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 job = ["python3", "tests/torch/collectives.py", "--funcs", "all_reduce", "--modes", "sync",
        "--sizes", "1024,1048576,16777216", "--iters", "50"]
 def once(ranks, rec, i):
+    """rec: None (no record), [] (record), ["--cupti"] (record --cupti)."""
     res = f"{out}/cost-res"
     shutil.rmtree(res, ignore_errors=True)
     cmd = job + (["--nproc", str(ranks)] if ranks > 1 else []) + ["--results", res]
-    if rec:
+    if rec is not None:
         d = f"{out}/cost-rec"
         shutil.rmtree(d, ignore_errors=True)
-        cmd = [bin, "record", "--out", d, "--"] + cmd
+        cmd = [bin, "record"] + rec + ["--out", d, "--"] + cmd
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     assert r.returncode == 0, r.stderr[-2000:]
     inner = max(json.load(open(f"{res}/{f}"))["wall_s"] for f in os.listdir(res))
     return wall, inner
-print(f"{'ranks':>5} {'what':10} {'without s':>18} {'with record s':>18} {'ratio':>6}")
+variants = {"without": None, "record": [], "record --cupti": ["--cupti"]}
+print(f"{'ranks':>5} {'what':10} {'variant':15} {'median [min-max] s':>26} {'ratio':>6}")
 for ranks in (1, 2):
-    rows = {False: [], True: []}
+    rows = {v: [] for v in variants}
     for i in range(pairs):
-        for rec in (False, True):
-            rows[rec].append(once(ranks, rec, i))
+        for v, rec in variants.items():
+            rows[v].append(once(ranks, rec, i))
     for k, what in ((1, "job's ops"), (0, "command")):
-        a = [x[k] for x in rows[False]]; b = [x[k] for x in rows[True]]
-        ma, mb = statistics.median(a), statistics.median(b)
-        print(f"{ranks:5d} {what:10} {ma:8.3f} [{min(a):.3f}-{max(a):.3f}] {mb:8.3f} [{min(b):.3f}-{max(b):.3f}] {mb / ma:6.3f}")
+        base = statistics.median(x[k] for x in rows["without"])
+        for v in variants:
+            a = [x[k] for x in rows[v]]
+            m = statistics.median(a)
+            print(f"{ranks:5d} {what:10} {v:15} {m:8.3f} [{min(a):.3f}-{max(a):.3f}] {m / base:6.3f}")
 PY
 result[cost]=$([[ -s $out/cost.txt ]] && echo ok || echo FAILED)
 order+=(cost)
@@ -119,7 +150,7 @@ for k in "${order[@]}"; do
 done
 echo "-- plugin cost (median [min-max] of ${COST_PAIRS:-5}, alternating; ranks share one GPU at 2)"
 cat "$out/cost.txt" 2>/dev/null
-for f in r2 r4; do
+for f in r2 r4 rc2 rc4 prof; do
   echo "-- $f check"; grep -E '^(FAIL|ok)' "$log" | head -0; sed -n '/=== '"$f"'-check/,/=== /p' "$log" | grep -E 'FAIL|function|AllReduce|all_reduce|passed|failed' | head -30
 done
 exit $fails

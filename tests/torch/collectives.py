@@ -15,6 +15,11 @@ Modes of each operation (--modes):
   wait    async_op=True, then work.wait(): returns once the stream is ordered, not done
   device  async_op=True, then torch.cuda.synchronize(): returns when the GPU is done
 
+--profile-at K: PyTorch's own profiler (CPU and CUDA activities) runs from the K-th operation
+(0-based, counting every operation) for --profile-ops operations, as a user's training loop
+might start it mid-job; what it saw (CUDA kernels among its events) and which CUPTI libraries
+the process has loaded go to the results. Under `record --cupti` it must still see its kernels.
+
 --hang-rank R --hang-at K: rank R skips its K-th all_reduce (0-based) and then sleeps for
 --hang-sleep seconds (default an hour), as a rank stuck in its data loader would: every other
 rank waits in that all_reduce.
@@ -42,6 +47,8 @@ def parse_args(argv):
     p.add_argument("--hang-at", type=int, default=-1)
     p.add_argument("--hang-sleep", type=float, default=3600.0)
     p.add_argument("--port", type=int, default=0, help="rendezvous port for --nproc (0: a free one)")
+    p.add_argument("--profile-at", type=int, default=-1)
+    p.add_argument("--profile-ops", type=int, default=10)
     return p.parse_args(argv)
 
 
@@ -84,6 +91,8 @@ class Runner:
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.ops = []
         self.all_reduces = 0
+        self.profiler = None
+        self.profile = None  # what PyTorch's profiler saw, with --profile-at
 
     def tensors(self, func, nbytes):
         t = self.torch
@@ -147,8 +156,33 @@ class Runner:
         if not ok:
             raise SystemExit(f"rank {r}: {func} gave wrong data")
 
+    def profile_step(self):
+        """Starts or stops PyTorch's profiler around --profile-ops operations."""
+        k, a = len(self.ops), self.args
+        if k == a.profile_at:
+            from torch.profiler import profile, ProfilerActivity
+            self.profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+            self.profiler.__enter__()
+            self.profile = {"started_ns": time.perf_counter_ns()}
+        elif self.profiler is not None and k == a.profile_at + a.profile_ops:
+            self.stop_profile()
+
+    def stop_profile(self):
+        self.torch.cuda.synchronize()
+        self.profiler.__exit__(None, None, None)
+        events = self.profiler.events()
+        cuda = [e for e in events if str(getattr(e, "device_type", "")).endswith("CUDA")]
+        self.profile.update({"stopped_ns": time.perf_counter_ns(), "events": len(events),
+                             "cuda_events": len(cuda),
+                             "cuda_names": sorted({e.name for e in cuda})[:20]})
+        with open("/proc/self/maps") as f:
+            self.profile["cupti_libraries"] = sorted({l.split()[-1] for l in f if "cupti" in l})
+        self.profiler = None
+
     def one(self, func, nbytes, mode):
         t = self.torch
+        if self.args.profile_at >= 0:
+            self.profile_step()
         x, y = self.tensors(func, nbytes)
         if func == "all_reduce":
             k = self.all_reduces
@@ -227,12 +261,15 @@ def main():
     runner = Runner(args, torch, dist)
     t0 = time.perf_counter()
     runner.run()
+    if runner.profiler is not None:
+        runner.stop_profile()
     torch.cuda.synchronize()
     wall = time.perf_counter() - t0
     if args.results:
         os.makedirs(args.results, exist_ok=True)
         with open(os.path.join(args.results, f"rank-{rank}.json"), "w") as f:
             json.dump({"rank": rank, "world": world, "pid": os.getpid(), "wall_s": wall,
+                       "torch_cuda": torch.version.cuda, "profile": runner.profile,
                        "ops": runner.ops}, f)
     dist.destroy_process_group()
     return 0
