@@ -10,7 +10,10 @@
 # cupti: `record --cupti` on the same jobs (its records checked too), PyTorch's profiler started
 # mid-job under it (it must still see its kernels), and a job under compute-sanitizer (--cupti
 # must step aside).
-# COST_PAIRS: how many without/with pairs the cost measurement alternates (default 5).
+# COST_PAIRS: how many without/with pairs the cost measurement alternates (default 5);
+# COST_ITERS: operations per size in each of its jobs (default 50); COST_RANKS: the rank counts
+# (default "1 2"); COST_KINDS: a space-separated list of CUPTI kind sets (cupti_mode.cpp's
+# COMMTOOL_CUPTI_KINDS), each measured as a variant of its own beside all kinds.
 # ANCHORS_DIR: prebuilt nccl-tests (all_reduce_perf); without it that step is not run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -67,7 +70,7 @@ fi
 # The plugin exports its table, the injection entry and the subscribe stand-ins, nothing else;
 # and trace's use of it still names what NCCL ran.
 plugin=$(ls build/tracing/libcommtool_nccl_profiler.so)
-step plugin-exports bash -c "nm -D --defined-only '$plugin'; test \"\$(nm -D --defined-only '$plugin' | awk '\$2 != \"A\" {print \$3}' | sort | tr '\n' ' ')\" = 'InitializeInjection cuptiSubscribe cuptiSubscribe_v2 ncclProfiler_v5 '"
+step plugin-exports bash -c "nm -D --defined-only '$plugin'; test \"\$(nm -D --defined-only '$plugin' | awk '\$2 != \"A\" {print \$3}' | LC_ALL=C sort | tr '\n' ' ')\" = 'InitializeInjection cuptiSubscribe cuptiSubscribe_v2 ncclProfiler_v5 '"
 step trace-plugin bash -c "'$bin' --devices 0,0 trace allreduce -b 1K -e 1M -f 1024 -n 3 --mode sync | tee '$out/trace.txt' | grep -Eq 'RING|TREE'"
 # Which NCCL each recorded job ran: torch's (2.28.9) and the system's (2.28.3) both loaded it.
 step nccl-versions python3 -c "
@@ -104,13 +107,18 @@ fi
 # The plugin's cost: the job's own wall time (its ops, excluding Python start-up) and the whole
 # command's, without and with record, alternating, 5 pairs each.
 if [[ $parts == *cost* ]]; then
-python3 - "$bin" "$out" "${COST_PAIRS:-5}" >> "$out/cost.txt" 2>> "$log" <<'PY'
+python3 - "$bin" "$out" "${COST_PAIRS:-5}" "${COST_ITERS:-50}" "${COST_RANKS:-1 2}" "${COST_KINDS:-}" >> "$out/cost.txt" 2>> "$log" <<'PY'
 import json, os, shutil, statistics, subprocess, sys, time
-bin, out, pairs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+bin, out, pairs, iters = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+rank_counts = [int(r) for r in sys.argv[5].split()]
+kind_sets = sys.argv[6].split()
 job = ["python3", "tests/torch/collectives.py", "--funcs", "all_reduce", "--modes", "sync",
-       "--sizes", "1024,1048576,16777216", "--iters", "50"]
+       "--sizes", "1024,1048576,16777216", "--iters", iters]
 def once(ranks, rec, i):
-    """rec: None (no record), [] (record), ["--cupti"] (record --cupti)."""
+    """rec: None (no record), [] (record), ["--cupti"] (record --cupti), or (["--cupti"], KINDS)."""
+    env = dict(os.environ)
+    if isinstance(rec, tuple):
+        rec, env["COMMTOOL_CUPTI_KINDS"] = rec
     res = f"{out}/cost-res"
     shutil.rmtree(res, ignore_errors=True)
     cmd = job + (["--nproc", str(ranks)] if ranks > 1 else []) + ["--results", res]
@@ -119,14 +127,16 @@ def once(ranks, rec, i):
         shutil.rmtree(d, ignore_errors=True)
         cmd = [bin, "record"] + rec + ["--out", d, "--"] + cmd
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     assert r.returncode == 0, r.stderr[-2000:]
     inner = max(json.load(open(f"{res}/{f}"))["wall_s"] for f in os.listdir(res))
     return wall, inner
 variants = {"without": None, "record": [], "record --cupti": ["--cupti"]}
+for k in kind_sets:
+    variants[f"--cupti {k}"] = (["--cupti"], k)
 print(f"{'ranks':>5} {'what':10} {'variant':15} {'median [min-max] s':>26} {'ratio':>6}")
-for ranks in (1, 2):
+for ranks in rank_counts:
     rows = {v: [] for v in variants}
     for i in range(pairs):
         for v, rec in variants.items():
@@ -148,7 +158,7 @@ for k in "${order[@]}"; do
   printf '  %-20s %s\n' "$k" "${result[$k]}"
   [[ ${result[$k]} == ok ]] || fails=1
 done
-echo "-- plugin cost (median [min-max] of ${COST_PAIRS:-5}, alternating; ranks share one GPU at 2)"
+echo "-- plugin cost (median [min-max] of ${COST_PAIRS:-5}, alternating, ${COST_ITERS:-50} operations per size; ranks share one GPU at 2)"
 cat "$out/cost.txt" 2>/dev/null
 for f in r2 r4 rc2 rc4 prof; do
   echo "-- $f check"; grep -E '^(FAIL|ok)' "$log" | head -0; sed -n '/=== '"$f"'-check/,/=== /p' "$log" | grep -E 'FAIL|function|AllReduce|all_reduce|passed|failed' | head -30

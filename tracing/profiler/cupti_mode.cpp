@@ -29,6 +29,8 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "tracing/profiler/cupti_anchors.hpp"
 #include "tracing/profiler/plugin_support.hpp"
@@ -50,9 +52,18 @@ constexpr size_t kBufferAlign = 8;
 // killed still leaves its records up to a second before.
 constexpr uint32_t kFlushPeriodMs = 1000;
 
-constexpr CUpti_ActivityKind kKinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_CUDA_EVENT};
+struct Kind {
+  const char* name;
+  CUpti_ActivityKind kind;
+};
+constexpr Kind kKinds[] = {{"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+                           {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
+                           {"memset", CUPTI_ACTIVITY_KIND_MEMSET},
+                           {"sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+                           {"event", CUPTI_ACTIVITY_KIND_CUDA_EVENT}};
+// For measuring what each kind costs (scripts/gpu-record.sh): a comma list of the names above
+// enables only those. The split needs all five.
+constexpr const char* kKindsEnv = "COMMTOOL_CUPTI_KINDS";
 
 struct Api {
   decltype(&cuptiSubscribe_v2) subscribe_v2 = nullptr;
@@ -81,6 +92,7 @@ struct Session {
   Api api;
   CUpti_SubscriberHandle subscriber = nullptr;
   bool on = false;
+  std::vector<CUpti_ActivityKind> kinds;  // enabled
   uint64_t dropped = 0;
   WorkAnchors anchors{[](const WorkLine& w) { RecordSink::instance().add(w); }};
 
@@ -210,7 +222,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
 // last lines, and the subscriber released.
 void stop(Session& s) {
   if (!s.on) return;
-  for (CUpti_ActivityKind kind : kKinds)
+  for (CUpti_ActivityKind kind : s.kinds)
     s.api.disable(kind);
   s.on = false;
   s.mutex.unlock();  // the flush calls buffer_completed, which takes the mutex
@@ -276,7 +288,7 @@ std::string start(Session& s) {
     return "cuptiSubscribe_v2 failed: " + s.words(rc);
   }
   auto fail = [&](const char* call, CUptiResult r) {
-    for (CUpti_ActivityKind kind : kKinds)
+    for (CUpti_ActivityKind kind : s.kinds)
       s.api.disable(kind);
     s.api.unsubscribe(s.subscriber);
     s.subscriber = nullptr;
@@ -290,7 +302,13 @@ std::string start(Session& s) {
       r != CUPTI_SUCCESS) {
     return fail("cuptiActivityRegisterCallbacks", r);
   }
-  for (CUpti_ActivityKind kind : kKinds) {
+  const char* only = std::getenv(kKindsEnv);
+  for (const Kind& k : kKinds) {
+    if (only == nullptr || std::string_view(only).find(k.name) != std::string_view::npos) {
+      s.kinds.push_back(k.kind);
+    }
+  }
+  for (CUpti_ActivityKind kind : s.kinds) {
     if (CUptiResult r = s.api.enable(kind); r != CUPTI_SUCCESS) {
       return fail("cuptiActivityEnable", r);
     }
