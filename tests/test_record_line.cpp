@@ -449,6 +449,10 @@ constexpr int kMaxInt = std::numeric_limits<int>::max();
 // Every kind again, each number at the top (or bottom) of what the slow reader accepts.
 std::vector<RecordLine> extremes() {
   std::vector<RecordLine> lines;
+  lines.push_back(WorkLine{StreamId{4'294'967'295u, 4'294'967'295u}, 4'294'967'295u,
+                           Interval{kMaxInt64, kMaxInt64}, true});
+  lines.push_back(WaitLine{StreamId{0, 0}, 0, 0, 0});
+  lines.push_back(EventLine{StreamId{4'294'967'295u, 1}, 4'294'967'295u, 4'294'967'295u});
   lines.push_back(ProcLine{1, kMaxInt64, "h", kMaxInt64, kMaxInt64, ""});
   lines.push_back(ProcLine{1, 0, "", 0, 0, "x"});
   lines.push_back(CommLine{kMaxUint64, kMaxInt, kMaxInt, kMaxInt, "", kMaxInt64});

@@ -15,6 +15,7 @@ namespace {
 
 constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+constexpr int64_t kMaxUint32 = std::numeric_limits<uint32_t>::max();
 
 // Building an nlohmann document per line (a std::map, a std::string per key) is most of what
 // `commtool report` spends on a recording. The plugin writes one fixed shape (record_line.cpp's
@@ -60,6 +61,10 @@ enum class Key : uint8_t {
   kGraph,
   kLines,
   kSince,
+  kCtx,
+  kS,
+  kC,
+  kEv,
   kUnknown
 };
 
@@ -86,12 +91,16 @@ constexpr Key key_of(std::string_view s) {
     case 1:
       if (is(s, "v")) return Key::kV;
       if (is(s, "t")) return Key::kT;
+      if (is(s, "s")) return Key::kS;
+      if (is(s, "c")) return Key::kC;
       break;
     case 2:
       if (is(s, "ch")) return Key::kCh;
+      if (is(s, "ev")) return Key::kEv;
       break;
     case 3:
       if (is(s, "pid")) return Key::kPid;
+      if (is(s, "ctx")) return Key::kCtx;
       if (is(s, "seq")) return Key::kSeq;
       if (is(s, "api")) return Key::kApi;
       if (is(s, "enq")) return Key::kEnq;
@@ -151,13 +160,17 @@ constexpr uint64_t kEndKeys =
 constexpr uint64_t kAliveKeys = bits(Key::kT);
 constexpr uint64_t kFinKeys = bits(Key::kComm, Key::kRank, Key::kT);
 constexpr uint64_t kDropKeys = bits(Key::kLines, Key::kSince, Key::kT);
+// record --cupti's lines that come by the thousand; its rare `cupti` line is the slow reader's.
+constexpr uint64_t kWorkKeys = bits(Key::kCtx, Key::kS, Key::kC, Key::kGpu, Key::kNccl);
+constexpr uint64_t kWaitKeys = bits(Key::kCtx, Key::kS, Key::kEv, Key::kC, Key::kT);
+constexpr uint64_t kEventKeys = bits(Key::kCtx, Key::kS, Key::kEv, Key::kC);
 
 // Each key's name, by Key.
 constexpr std::string_view kKeyNames[] = {
-    "v",     "pid",  "host",     "realtime", "mono",  "nccl",  "comm", "rank",  "nranks",
-    "nodes", "name", "t",        "index",    "kind",  "seq",   "func", "count", "dtype",
-    "peer",  "root", "algo",     "proto",    "ch",    "warps", "api",  "enq",   "gpu",
-    "seen",  "kch",  "complete", "graph",    "lines", "since"};
+    "v",     "pid",   "host",  "realtime", "mono", "nccl", "comm",  "rank",  "nranks", "nodes",
+    "name",  "t",     "index", "kind",     "seq",  "func", "count", "dtype", "peer",   "root",
+    "algo",  "proto", "ch",    "warps",    "api",  "enq",  "gpu",   "seen",  "kch",    "complete",
+    "graph", "lines", "since", "ctx",      "s",    "c",    "ev"};
 static_assert(std::size(kKeyNames) == static_cast<size_t>(Key::kUnknown));
 static_assert([] {
   for (size_t i = 0; i < std::size(kKeyNames); ++i) {
@@ -183,6 +196,9 @@ constexpr Key kEndOrder[] = {Key::kComm,     Key::kRank,  Key::kIndex, Key::kKin
 constexpr Key kAliveOrder[] = {Key::kT};
 constexpr Key kFinOrder[] = {Key::kComm, Key::kRank, Key::kT};
 constexpr Key kDropOrder[] = {Key::kLines, Key::kSince, Key::kT};
+constexpr Key kWorkOrder[] = {Key::kCtx, Key::kS, Key::kC, Key::kGpu, Key::kNccl};
+constexpr Key kWaitOrder[] = {Key::kCtx, Key::kS, Key::kEv, Key::kC, Key::kT};
+constexpr Key kEventOrder[] = {Key::kCtx, Key::kS, Key::kEv, Key::kC};
 
 // `"name":` of a key as two little-endian 8-byte words and the masks of its bytes in them.
 struct KeyPattern {
@@ -227,6 +243,9 @@ struct ScannedValues {
   std::optional<Interval> api, gpu, seen;
   Interval enq;
   bool complete = false, graph = false;
+  // work, wait and event lines ("nccl" is a boolean there, a string in proc lines)
+  bool work_line = false, nccl_kernel = false;
+  int64_t ctx = 0, stream = 0, correlation = 0, event = 0;
 };
 
 // The bytes Scanner::string takes inside a string: printable ASCII but '"' and '\\'.
@@ -419,7 +438,7 @@ class Scanner {
       case Key::kMono:
         return integer(0, kMaxInt64, v.mono);
       case Key::kNccl:
-        return string(v.nccl);
+        return v.work_line ? boolean(v.nccl_kernel) : string(v.nccl);
       case Key::kComm:
         return comm_id(v.comm);
       case Key::kRank:
@@ -484,6 +503,15 @@ class Scanner {
         return count(v.lines);
       case Key::kSince:
         return integer(0, kMaxInt64, v.since);
+      // Fields::id32
+      case Key::kCtx:
+        return integer(0, kMaxUint32, v.ctx);
+      case Key::kS:
+        return integer(0, kMaxUint32, v.stream);
+      case Key::kC:
+        return integer(0, kMaxUint32, v.correlation);
+      case Key::kEv:
+        return integer(0, kMaxUint32, v.event);
       case Key::kUnknown:
         break;
     }
@@ -510,6 +538,10 @@ StartLine operation_of(const ScannedValues& v) {
   return op;
 }
 
+StreamId stream_of(const ScannedValues& v) {
+  return StreamId{static_cast<uint32_t>(v.ctx), static_cast<uint32_t>(v.stream)};
+}
+
 }  // namespace
 
 namespace detail {
@@ -518,7 +550,7 @@ std::optional<RecordLine> parse_line_fast(std::string_view text) {
   Scanner s(text);
   std::string_view kind;
   if (!s.take("{\"k\":") || !s.string(kind)) return std::nullopt;
-  enum class Kind { kProc, kComm, kStart, kEnd, kAlive, kFin, kDrop };
+  enum class Kind { kProc, kComm, kStart, kEnd, kAlive, kFin, kDrop, kWork, kWait, kEvent };
   Kind k{};
   uint64_t expected = 0;
   std::span<const Key> order;
@@ -536,10 +568,17 @@ std::optional<RecordLine> parse_line_fast(std::string_view text) {
     k = Kind::kFin, expected = kFinKeys, order = kFinOrder;
   } else if (kind.size() == 4 && is(kind, "drop")) {
     k = Kind::kDrop, expected = kDropKeys, order = kDropOrder;
+  } else if (kind.size() == 4 && is(kind, "work")) {
+    k = Kind::kWork, expected = kWorkKeys, order = kWorkOrder;
+  } else if (kind.size() == 4 && is(kind, "wait")) {
+    k = Kind::kWait, expected = kWaitKeys, order = kWaitOrder;
+  } else if (kind.size() == 5 && is(kind, "event")) {
+    k = Kind::kEvent, expected = kEventKeys, order = kEventOrder;
   } else {
     return std::nullopt;
   }
   ScannedValues v;
+  v.work_line = k == Kind::kWork;
   uint64_t seen = 0;
   for (size_t i = 0; s.take(','); ++i) {
     Key key = i < order.size() ? order[i] : Key::kUnknown;
@@ -586,6 +625,15 @@ std::optional<RecordLine> parse_line_fast(std::string_view text) {
       return FinLine{v.comm, v.rank, v.t};
     case Kind::kDrop:
       return DropLine{v.lines, v.since, v.t};
+    case Kind::kWork:
+      if (!v.gpu) return std::nullopt;  // Fields::interval: a work line's is never null
+      return WorkLine{stream_of(v), static_cast<uint32_t>(v.correlation), *v.gpu, v.nccl_kernel};
+    case Kind::kWait:
+      return WaitLine{stream_of(v), static_cast<uint32_t>(v.event),
+                      static_cast<uint32_t>(v.correlation), v.t};
+    case Kind::kEvent:
+      return EventLine{stream_of(v), static_cast<uint32_t>(v.event),
+                       static_cast<uint32_t>(v.correlation)};
   }
   return std::nullopt;
 }
