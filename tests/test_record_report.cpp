@@ -287,6 +287,18 @@ TEST(RecordReport, CuptiRecordsSplitTheOperationsTheyCoverAndSayWhenCuptiWasGive
   EXPECT_NE(report.find("GPU-side split"), std::string::npos) << report;
   EXPECT_EQ(recording_to_json(r)["operations"][0]["cupti_split"]["exposed_wait_us"]["median"],
             741.0);
+  // The Perfetto trace: CUPTI's two kernels and the compute stream's 741 us wait.
+  const nlohmann::json trace = recording_to_chrome(load_recording(dir.path));
+  int kernels = 0, waits = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("cat", "") == "cupti") ++kernels;
+    if (e.value("cat", "") == "cupti wait") {
+      ++waits;
+      EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 741);
+    }
+  }
+  EXPECT_EQ(kernels, 2);
+  EXPECT_EQ(waits, 1);
 }
 
 TEST(RecordReport, AProcessWithoutItsCuptiLayerIsNamedWhenCuptiWasAskedFor) {

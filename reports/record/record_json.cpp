@@ -6,6 +6,7 @@
 
 #include "reports/format/summary_format.hpp"
 #include "reports/record/record_report.hpp"
+#include "reports/record/record_split.hpp"
 #include "reports/trace/chrome_trace.hpp"
 #include "tracing/record/record_text.hpp"
 
@@ -223,6 +224,29 @@ json recording_to_chrome(const record::Recording& rec) {
         spans.push_back({pid, gpu_track, name, "gpu", p.wall_ns(*start),
                          p.wall_ns(*start + (e.gpu->end_ns - e.gpu->start_ns))});
       }
+    }
+    // record --cupti: CUPTI's NCCL kernels, and each stream's waits that held it up, on tracks
+    // after the ranks' (CUPTI's times are already on the host clock).
+    const uint64_t cupti_track = 2 * p.ranks.size();
+    bool any = false;
+    for (const nccl_profiler::WorkLine& w : p.cupti.work) {
+      if (!w.nccl) continue;
+      any = true;
+      spans.push_back({pid, cupti_track, "NCCL kernel", "cupti", p.wall_ns(w.gpu.start_ns),
+                       p.wall_ns(w.gpu.end_ns)});
+    }
+    for (const WaitOutcome& o : resolve_waits(p.cupti)) {
+      if (o.waited_ns <= 0 || !o.producer) continue;
+      any = true;
+      // It ended when the event completed, or earlier if the stream's next work started first.
+      const int64_t released = o.after ? std::min(o.producer->gpu.end_ns, o.after->gpu.start_ns)
+                                       : o.producer->gpu.end_ns;
+      spans.push_back({pid, cupti_track + 1, fmt::format("stream {} waited", o.wait.stream.stream),
+                       "cupti wait", p.wall_ns(released - o.waited_ns), p.wall_ns(released)});
+    }
+    if (any) {
+      track_names.emplace_back(pid, cupti_track, "CUPTI: NCCL kernels");
+      track_names.emplace_back(pid, cupti_track + 1, "CUPTI: stream waits");
     }
   }
   int64_t origin = INT64_MAX;

@@ -148,7 +148,9 @@ std::string render_recording_text(const RecordingReport& r);
 // {"schema_version": 1, "command": "report", "kind": "recording", ...}; null for unknowns.
 nlohmann::json recording_to_json(const RecordingReport& r);
 // Chrome/Perfetto trace: a process per recorded process, per rank a host track (api and
-// enqueue slices) and a GPU track (kernel slices on the mapped clock), wall-clock time.
+// enqueue slices) and a GPU track (kernel slices on the mapped clock), and with record --cupti
+// a track of CUPTI's NCCL kernels and one of the stream waits that held a stream up; wall-clock
+// time.
 nlohmann::json recording_to_chrome(const record::Recording& rec);
 
 }  // namespace commtool::reports
