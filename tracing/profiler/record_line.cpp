@@ -182,6 +182,8 @@ struct LineWriter {
     append_string(out, l.name);
     append_key(out, "t");
     append_integer(out, l.t_ns);
+    append_key(out, "dev");
+    append_string(out, l.gpu);
   }
   void operator()(const StartLine& l) const {
     out.append("{\"k\":\"start\"");
@@ -444,6 +446,7 @@ RecordLine read_line(const json& j) {
     l.nodes = f.integer32("nodes", 0);
     l.name = f.string("name");
     l.t_ns = f.integer("t", 0, kMaxInt64);
+    if (j.contains("dev")) l.gpu = f.string("dev");  // not in the first recordings
     return l;
   }
   if (kind == "start") return read_operation(f);

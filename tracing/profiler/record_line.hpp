@@ -68,6 +68,10 @@ struct CommLine {
   int nodes = 0;
   std::string name;  // the communicator's name, if the application gave one
   int64_t t_ns = 0;
+  // The GPU of this rank ("GPU-" and its UUID, as nvidia-smi -L prints it), from the CUDA
+  // context current at NCCL's init; empty when the plugin could not tell (no CUDA driver in
+  // the process, no current context) and in recordings made before it was written ("dev").
+  std::string gpu;
   bool operator==(const CommLine&) const = default;
 };
 

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -46,6 +47,39 @@
 namespace commtool::nccl_profiler::record_mode {
 
 namespace {
+
+// The GPU of the CUDA context current on this thread, "GPU-" and its UUID as nvidia-smi -L
+// prints it; empty when there is none. NCCL calls the plugin's init from its comm init, with
+// the communicator's device set, so this is the rank's GPU. The driver is asked through the
+// libcuda.so.1 the process has loaded already (the plugin never loads CUDA itself), so two
+// ranks' lines say whether they share one GPU: the report must not call time slicing a
+// straggler.
+std::string current_gpu_uuid() {
+  using GetDevice = int (*)(int*);
+  using GetUuid = int (*)(unsigned char(*)[16], int);
+  static const auto [get_device, get_uuid] = [] {
+    void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (cuda == nullptr) return std::pair<GetDevice, GetUuid>{nullptr, nullptr};
+    void* uuid = dlsym(cuda, "cuDeviceGetUuid_v2");
+    if (uuid == nullptr) uuid = dlsym(cuda, "cuDeviceGetUuid");
+    return std::pair{reinterpret_cast<GetDevice>(dlsym(cuda, "cuCtxGetDevice")),
+                     reinterpret_cast<GetUuid>(uuid)};
+  }();
+  int device = -1;
+  unsigned char bytes[16] = {};
+  if (get_device == nullptr || get_uuid == nullptr || get_device(&device) != 0 ||
+      get_uuid(&bytes, device) != 0) {
+    return "";
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[bytes[i] >> 4];
+    out += kHex[bytes[i] & 0xf];
+  }
+  return out;
+}
 
 // Tests only: the bound on operations a process follows at once, instead of 64 Ki.
 constexpr const char* kMaxOperationsEnv = "COMMTOOL_RECORD_MAX_OPERATIONS";
@@ -123,8 +157,8 @@ class Recorder {
     c->rank = rank;
     c->nranks = nranks;
     contexts_.insert(c);
-    RecordSink::instance().add(
-        CommLine{comm_id, rank, nranks, nodes, text(comm_name), monotonic_ns()});
+    RecordSink::instance().add(CommLine{comm_id, rank, nranks, nodes, text(comm_name),
+                                        monotonic_ns(), current_gpu_uuid()});
     return c;
   }
 
