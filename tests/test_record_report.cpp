@@ -319,3 +319,23 @@ TEST(RecordReport, AProcessWithoutItsCuptiLayerIsNamedWhenCuptiWasAskedFor) {
     named = named || w.find("node-a pid 100: no CUPTI split") != std::string::npos;
   EXPECT_TRUE(named);
 }
+
+TEST(RecordReport, RanksSharingAGpuAreNamedAndNeverStragglers) {
+  // The straggler of TheRankThatStartsLastMostOftenIsAStraggler, but both ranks' comm lines
+  // name one GPU: time slicing, not a straggler.
+  auto lag = [](int r, int) { return r == 1 ? int64_t{500} * kUs : int64_t{0}; };
+  Recording rec = job(2, 8, lag);
+  ASSERT_FALSE(analyse_recording(rec).stragglers.empty());
+  for (ProcessRecord& p : rec.processes)
+    for (RankRecord& r : p.ranks)
+      r.init->gpu = "GPU-5a0ed1c2-0000-1111-2222-333344445555";
+  const RecordingReport report = analyse_recording(rec);
+  EXPECT_TRUE(report.stragglers.empty());
+  EXPECT_EQ(report.verdict, Verdict::kNone);
+  bool named = false;
+  for (const std::string& w : report.warnings)
+    named = named || w.find("ranks 0, 1 share GPU GPU-5a0ed1c2") != std::string::npos;
+  EXPECT_TRUE(named);
+  // The lags are still shown per rank.
+  EXPECT_GT(report.ranks[1].start_lag_us.median, 400);
+}

@@ -1,5 +1,6 @@
 // analyse_recording and the GPU clock map (record_report.hpp).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -114,7 +115,15 @@ struct CommStarts {
   std::map<uint64_t, std::vector<std::pair<int, int64_t>>> by_index;
   std::set<std::string> hosts;
   std::string name;
+  std::map<std::string, std::set<int>> ranks_by_gpu;  // the GPUs the comm lines named
 };
+
+// The first GPU two or more of the communicator's ranks share, with those ranks.
+std::optional<std::pair<std::string, std::set<int>>> shared_gpu(const CommStarts& c) {
+  for (const auto& [gpu, ranks] : c.ranks_by_gpu)
+    if (ranks.size() > 1) return std::pair{gpu, ranks};
+  return std::nullopt;
+}
 
 // `verified`: the end line says complete and its GPU stamps are possible.
 void add_operation(RowData& d, const EndLine& e, bool verified) {
@@ -181,6 +190,8 @@ void find_stragglers(const std::map<uint64_t, CommStarts>& starts,
         lags[rank].push_back(us(t - first));
       if (us(latest->second - first) > threshold) ++last[latest->first];
     }
+    // Ranks that share a GPU take turns on it: who starts last says nothing of a straggler.
+    const bool time_sliced = shared_gpu(c).has_value();
     for (auto& [rank, v] : lags) {
       RankData& d = ranks[{comm, rank}];
       d.row.last_to_start = last[rank];
@@ -188,7 +199,7 @@ void find_stragglers(const std::map<uint64_t, CommStarts>& starts,
       d.lag = v;
       const double median = median_of(std::move(v));
       const int needed = std::max(kMinStragglerOps, (compared + 1) / 2);
-      if (last[rank] >= needed && median > threshold) {
+      if (!time_sliced && last[rank] >= needed && median > threshold) {
         out.push_back(
             {comm, c.name, rank, d.row.process, last[rank], compared, median, max_lag, threshold});
       }
@@ -338,6 +349,7 @@ RecordingReport analyse_recording(const Recording& rec) {
       CommStarts& comm_starts = starts[r.comm];
       if (p.proc) comm_starts.hosts.insert(p.proc->host);
       if (r.init && comm_starts.name.empty()) comm_starts.name = r.init->name;
+      if (r.init && !r.init->gpu.empty()) comm_starts.ranks_by_gpu[r.init->gpu].insert(r.rank);
       for (const EndLine& e : r.ops) {
         const nccl_profiler::StartLine& op = e.op;
         RowData& d = rows[{op.comm, op.func, op.count, op.datatype}];
@@ -389,6 +401,15 @@ RecordingReport analyse_recording(const Recording& rec) {
   }
   for (auto& [key, d] : rows)
     report.ops.push_back(finish_row(d));
+  for (const auto& [comm, c] : starts) {
+    if (const auto shared = shared_gpu(c)) {
+      report.warnings.push_back(fmt::format(
+          "communicator {}: ranks {} share GPU {}: their processes take turns on it, so their "
+          "times are not those of separate GPUs and no rank is called a straggler",
+          record::comm_label(comm, c.name), fmt::join(shared->second, ", "),
+          excerpt(shared->first, 80)));
+    }
+  }
   find_stragglers(starts, ranks, report.stragglers);
   for (auto& [key, d] : ranks) {
     d.row.gpu_us = measure::summarize(std::move(d.gpu));
