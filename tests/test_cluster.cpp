@@ -1,12 +1,14 @@
-// topo under MPI, the parts that need no MPI: the facts each rank sends and their wire form, and
-// the cluster view rank 0 makes of them (which nodes are one, the common configuration, every
-// difference with its evidence, output that grows with the nodes).
+// topo under MPI, the parts that need no MPI: the per-rank path pattern, the facts each
+// rank sends and their wire form, and the cluster view rank 0 makes of them (which nodes are
+// one, the common configuration, every difference with its evidence, output that grows with
+// the nodes).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 
+#include "cli/topo_command.hpp"
 #include "probes/base/error.hpp"
 #include "probes/topo/classify.hpp"
 #include "probes/topo/cluster.hpp"
@@ -69,6 +71,26 @@ GpuFacts* gpu(NodeFacts& f, const std::string& bus_id) {
 }
 
 }  // namespace
+
+// --- the per-rank path pattern ---
+
+TEST(RankPattern, PercentRIsTheRankAndDoublePercentIsAPercent) {
+  EXPECT_EQ(cli::expand_rank_pattern("caps/node%r/sys", 12, "--sysfs-root"), "caps/node12/sys");
+  EXPECT_EQ(cli::expand_rank_pattern("a%%r-%r", 3, "--nccl-xml"), "a%r-3");
+  EXPECT_EQ(cli::expand_rank_pattern("plain", 3, "--nccl-xml"), "plain");
+}
+
+TEST(RankPattern, AnyOtherPercentIsAUsageErrorNamingOptionAndValue) {
+  try {
+    cli::expand_rank_pattern("topo-%d.xml", 0, "--nccl-xml");
+    FAIL() << "accepted %d";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_TRUE(contains(e.what(), "--nccl-xml topo-%d.xml")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "%r")) << e.what();
+  }
+  EXPECT_THROW(cli::expand_rank_pattern("trailing%", 0, "--sysfs-root"), Error);
+}
 
 // --- the facts a rank sends ---
 
