@@ -85,6 +85,10 @@ void add_global_options(CLI::App& app, GlobalOptions& global, bool& version) {
       ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
   app.add_flag("-v,--verbose", global.verbose, "Say what is being done and how long it took");
+  app.add_flag("--mpi", global.mpi,
+               "Run as one rank of an MPI job (mpirun or srun start one commtool per node): topo "
+               "gathers every rank's node and rank 0 prints the cluster view. Implied under "
+               "mpirun and srun; only topo runs under MPI so far");
 }
 
 // `commtool record torchrun --nproc-per-node 8 train.py` must run that command, but CLI11 would
@@ -152,9 +156,10 @@ int run(int argc, char** argv) {
     return rc == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
   }
 
+  global.launch = cluster::detect_launcher();
   try {
     if (version) {
-      print_version();
+      if (!global.launch.several_ranks() || global.launch.rank <= 0) print_version();
       return 0;
     }
     if (app.get_subcommands().empty()) {
@@ -169,7 +174,10 @@ int run(int argc, char** argv) {
           "--comm {}: not a communicator mode; accepted: blocking, nonblocking", global.comm));
     }
     global.comm_mode = *comm;
-    if (!global.output.empty()) files::check_writable(global.output, "--output");
+    if (auto code = check_mpi_use(global, app.get_subcommands().front()->get_name())) return *code;
+    // Under MPI rank 0 alone writes the report.
+    const bool writes = !global.launch.several_ranks() || global.launch.rank <= 0;
+    if (!global.output.empty() && writes) files::check_writable(global.output, "--output");
     if (app.got_subcommand("topo")) return topo();
     if (app.got_subcommand("probe")) return probe();
     if (app.got_subcommand("trace")) return trace();
@@ -178,13 +186,11 @@ int run(int argc, char** argv) {
     if (app.got_subcommand("record")) return record();
     return static_cast<int>(ExitCode::kUsage);
   } catch (const BadValue& e) {
-    std::cerr << "commtool: " << user_message(e) << "\n";
-    return static_cast<int>(e.code());
+    return report_error(global, e.code(), user_message(e));
   } catch (const Error& e) {
-    std::cerr << "commtool: " << e.what() << "\n";
-    return static_cast<int>(e.code());
+    return report_error(global, e.code(), e.what());
   } catch (const std::exception& e) {
-    std::cerr << "commtool: internal error: " << e.what() << "\n";
+    report_error(global, ExitCode::kEnvironment, std::string("internal error: ") + e.what());
     return 1;
   }
 }

@@ -1,9 +1,12 @@
 // The commtool command line: global options, subcommand registration, exit codes.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "probes/base/cluster/launch_env.hpp"
+#include "probes/base/error.hpp"
 #include "probes/base/nccl/communicator.hpp"
 
 namespace commtool::cli {
@@ -21,7 +24,22 @@ struct GlobalOptions {
   std::string comm = "blocking";
   nccl::CommMode comm_mode = nccl::CommMode::kBlocking;  // parsed from comm
   int verbose = 0;
+  bool mpi = false;  // --mpi: initialise MPI even where no launcher is recognised
+  // The MPI launcher that started this process, if any (read from its environment).
+  cluster::LaunchEnvironment launch;
 };
+
+// What MPI means for the chosen subcommand, decided before it runs (cli/mpi_use.cpp): nullopt to
+// go on, or the exit code to end with at once. Under a launcher with several ranks, a subcommand
+// that does not run under MPI is refused by rank 0 alone (exit 2) while the other ranks end
+// silently with 0, so a job prints one message, not one per rank; so is topo in a build without
+// MPI. --mpi is refused likewise with any subcommand but topo, and in a build without MPI.
+std::optional<int> check_mpi_use(const GlobalOptions& global, const std::string& subcommand);
+
+// Says an error the way a run under MPI needs it said: a usage error (the command line, the
+// same on every rank) by rank 0 alone, anything else with the rank and host named. Returns
+// the exit code this rank ends with.
+int report_error(const GlobalOptions& global, ExitCode code, const std::string& message);
 
 // Parses argv, runs the chosen subcommand, prints errors, and returns the exit code
 // (probes/base/error.hpp: 0 ran, 2 usage, 3 environment, 4 verification, 5 timeout). Never throws.

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/topo_command.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/watchdog.hpp"
 #include "probes/topo/classify.hpp"
@@ -13,23 +14,10 @@
 
 namespace commtool::cli {
 
-namespace {
-
-struct TopoOptions {
-  std::string nccl_xml;
-  std::string sysfs_root;
-  bool dot = false;
-};
-
-int run_topo(const GlobalOptions& global, const TopoOptions& options) {
-  if (!options.nccl_xml.empty() && !options.sysfs_root.empty()) {
-    throw usage_error("--nccl-xml and --sysfs-root both name a machine to read; give one");
-  }
+topo::Topology discover_topology(const GlobalOptions& global, const TopoOptions& options,
+                                 Watchdog& watchdog) {
   using Clock = std::chrono::steady_clock;
-  // Driver queries can hang on a sick GPU; --timeout bounds the whole discovery.
-  Watchdog watchdog("topo", std::chrono::duration<double>(global.timeout_s));
-  auto started = Clock::now();
-  auto last = started;
+  auto last = Clock::now();
   const char* last_stage = nullptr;
   topo::DiscoverOptions discover;
   discover.nccl_xml = options.nccl_xml;
@@ -46,6 +34,17 @@ int run_topo(const GlobalOptions& global, const TopoOptions& options) {
   };
   topo::Topology topology = topo::discover(discover);
   if (!global.device_indices.empty()) topo::select_gpus(topology, global.device_indices);
+  return topology;
+}
+
+namespace {
+
+int run_topo(const GlobalOptions& global, const TopoOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  // Driver queries can hang on a sick GPU; --timeout bounds the whole discovery.
+  Watchdog watchdog("topo", std::chrono::duration<double>(global.timeout_s));
+  auto started = Clock::now();
+  topo::Topology topology = discover_topology(global, options, watchdog);
   watchdog.stage("analysis");
   topo::Analysis analysis = topo::analyze(topology);
   watchdog.stage("render");
@@ -72,20 +71,34 @@ int run_topo(const GlobalOptions& global, const TopoOptions& options) {
 Runner register_topo(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<TopoOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "topo", "What is connected to what: GPUs, PCIe tree, NVLink, NICs, P2P, and what is wrong");
+      "topo",
+      "What is connected to what: GPUs, PCIe tree, NVLink, NICs, P2P, and what is wrong; under "
+      "mpirun or srun, rank 0 prints the nodes that differ from the common configuration first");
   cmd->add_option("--nccl-xml", options->nccl_xml,
                   "Report on the machine described by this NCCL topology file "
-                  "(NCCL_TOPO_DUMP_FILE output or a vendor's NCCL_TOPO_FILE)")
+                  "(NCCL_TOPO_DUMP_FILE output or a vendor's NCCL_TOPO_FILE); under MPI, %r "
+                  "is the rank")
       ->check(non_empty_path())
       ->type_name("FILE");
   cmd->add_option("--sysfs-root", options->sysfs_root,
-                  "Read this captured sysfs tree instead of /sys (NVML and CUDA are not asked)")
+                  "Read this captured sysfs tree instead of /sys (NVML and CUDA are not asked); "
+                  "under MPI, %r is the rank")
       ->check(non_empty_path())
       ->type_name("DIR");
   cmd->add_flag("--dot", options->dot, "Print the PCIe tree and NVLinks as Graphviz (dot -Tsvg)");
   return [&global, options] {
     if (options->dot && global.json) {
       throw usage_error("--dot and --json both choose the output format; give one");
+    }
+    if (!options->nccl_xml.empty() && !options->sysfs_root.empty()) {
+      throw usage_error("--nccl-xml and --sysfs-root both name a machine to read; give one");
+    }
+    if (global.mpi || global.launch.several_ranks()) {
+      if (options->dot) {
+        throw usage_error(
+            "--dot under MPI: the cluster view is text or --json; run topo --dot on one node");
+      }
+      return run_topo_cluster(global, *options);
     }
     return run_topo(global, *options);
   };

@@ -13,6 +13,7 @@ packages=(
   libgtest-dev        # GoogleTest (unit and gpu tests)
   groff-base mandoc   # man page rendering and lint
   clang-format
+  libopenmpi-dev openmpi-bin  # Open MPI: topo's cluster view under mpirun/srun (optional in CMake)
 )
 # The fuzzers (scripts/fuzz.sh): clang with its libFuzzer and sanitizer runtimes. Debian 12 and
 # Ubuntu 24.04 both name the runtime of their default clang libclang-rt-dev (it pulls in

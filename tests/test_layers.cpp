@@ -79,6 +79,26 @@ TEST(Layers, NoSourceFileIsLongerThanAReaderHolds) {
     EXPECT_LE(s.lines, kMaxLines) << s.path;
 }
 
+// MPI is reached through MpiSession alone: the plugin is the one file that includes mpi.h, so
+// the commtool binary never needs an MPI library (probes/base/cluster/mpi_abi.hpp).
+TEST(Layers, OnlyTheMpiPluginIncludesMpiH) {
+  const fs::path root = COMMTOOL_SOURCE_DIR;
+  const std::regex mpi_include(R"(^\s*#\s*include\s+[<"]mpi\.h[>"])");
+  std::vector<std::string> includers;
+  for (const char* top : {"probes", "tracing", "reports", "cli"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
+      if (!entry.is_regular_file()) continue;
+      std::ifstream in(entry.path());
+      for (std::string line; std::getline(in, line);) {
+        if (std::regex_search(line, mpi_include)) {
+          includers.push_back(fs::relative(entry.path(), root).generic_string());
+        }
+      }
+    }
+  }
+  EXPECT_EQ(includers, std::vector<std::string>{"probes/base/cluster/mpi_plugin.cpp"});
+}
+
 // The README's Layout section names every source folder, so the map a newcomer reads is the
 // tree they find.
 TEST(Layers, TheReadmeLayoutNamesEveryFolder) {

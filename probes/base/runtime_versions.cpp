@@ -41,17 +41,23 @@ std::string cupti_version() {
   return fmt::format("API version {} ({})", api, lib.path_of(reinterpret_cast<void*>(get)));
 }
 
-// cuDriverGetVersion needs no cuInit: it only reports what libcuda.so.1 supports.
-std::string cuda_driver_version() {
+// cuDriverGetVersion needs no cuInit: it only reports what libcuda.so.1 supports. -1: no
+// libcuda.so.1; 0: it did not answer.
+int cuda_driver_code() {
   DynamicLibrary lib({"libcuda.so.1"});
-  if (!lib) return "not found (no libcuda.so.1: no NVIDIA driver)";
+  if (!lib) return -1;
   using GetVersion = int (*)(int*);
   auto get = lib.symbol<GetVersion>("cuDriverGetVersion");
   int version = 0;
-  if (get == nullptr || get(&version) != 0 || version <= 0) {
-    return "libcuda.so.1 found, but cuDriverGetVersion failed";
-  }
-  return cuda_version_string(version);
+  if (get == nullptr || get(&version) != 0 || version <= 0) return 0;
+  return version;
+}
+
+std::string cuda_driver_version() {
+  const int code = cuda_driver_code();
+  if (code < 0) return "not found (no libcuda.so.1: no NVIDIA driver)";
+  if (code == 0) return "libcuda.so.1 found, but cuDriverGetVersion failed";
+  return cuda_version_string(code);
 }
 
 std::string nvidia_driver_version() {
@@ -81,6 +87,19 @@ RuntimeVersions query_runtime_versions() {
   v.nccl = nccl_version();
   v.cupti = cupti_version();
   return v;
+}
+
+std::string cuda_driver_api_version() {
+  const int code = cuda_driver_code();
+  return code > 0 ? cuda_version_string(code) : "";
+}
+
+std::string nccl_library_version() {
+  try {
+    return nccl::Library().version_string();
+  } catch (const Error&) {
+    return "";
+  }
 }
 
 }  // namespace commtool

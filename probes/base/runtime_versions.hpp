@@ -16,4 +16,9 @@ struct RuntimeVersions {
 
 RuntimeVersions query_runtime_versions();
 
+// The bare versions, "" where there is none to find, for comparing nodes (topo under MPI):
+// the CUDA driver API version ("13.0") and NCCL's ("2.28.3", the library commtool would load).
+std::string cuda_driver_api_version();
+std::string nccl_library_version();
+
 }  // namespace commtool

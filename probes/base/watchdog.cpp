@@ -25,7 +25,10 @@ void Watchdog::watch() {
   if (cv_.wait_for(lock, limit_, [this] { return done_; })) return;
   // The stuck call holds no lock we need, but it may never return: report and leave without
   // running destructors that could wait on it.
-  if (driver_call_.load()) {
+  if (const char* advice = advice_.load()) {
+    std::fprintf(stderr, "commtool %s: timed out after %.1f s in stage '%s' (%s)\n", what_.c_str(),
+                 limit_.count(), stage_.load(), advice);
+  } else if (driver_call_.load()) {
     std::fprintf(stderr,
                  "commtool %s: timed out after %.1f s in stage '%s' (a driver call did not "
                  "return; check `dmesg` for Xid errors and `nvidia-smi`)\n",

@@ -23,8 +23,11 @@ class Watchdog {
   // The stage now running, named in the timeout message. Must be a string literal. A driver
   // stage (NVML, CUDA) that overruns is blamed on the driver, with the advice for a sick GPU;
   // any other (reading a file, analysing, rendering) is blamed on its own size.
-  void stage(const char* name, bool driver_call = false) {
+  // advice: what the timeout message says instead (a string literal), for a stage that waits on
+  // something else than the driver or the input (other MPI ranks).
+  void stage(const char* name, bool driver_call = false, const char* advice = nullptr) {
     driver_call_.store(driver_call);
+    advice_.store(advice);
     stage_.store(name);
   }
 
@@ -35,6 +38,7 @@ class Watchdog {
   std::chrono::duration<double> limit_;
   std::atomic<const char*> stage_{"start"};
   std::atomic<bool> driver_call_{false};
+  std::atomic<const char*> advice_{nullptr};
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;

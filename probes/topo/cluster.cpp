@@ -1,0 +1,316 @@
+#include "probes/topo/cluster.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace commtool::topo {
+
+namespace {
+
+std::string or_unknown(const std::string& s) {
+  return s.empty() ? "unknown" : s;
+}
+
+std::string gen_text(int gen) {
+  return gen > 0 ? fmt::format("Gen{}", gen) : "unknown";
+}
+
+std::string width_text(int width) {
+  return width > 0 ? fmt::format("x{}", width) : "unknown";
+}
+
+std::string numa_text(int numa) {
+  return numa == kUnknownNuma ? "unknown" : std::to_string(numa);
+}
+
+std::string gpu_name(const GpuFacts& g) {
+  return fmt::format("GPU {} ({})", g.bus_id, g.model);
+}
+
+std::string pairing_text(const NodeFacts& f, const GpuFacts& g) {
+  if (g.nic.empty()) return "no NIC";
+  auto it =
+      std::find_if(f.nics.begin(), f.nics.end(), [&](const NicFacts& n) { return n.key == g.nic; });
+  const std::string nic = it != f.nics.end() ? describe(*it) : g.nic;
+  return fmt::format("{} through {}", nic, g.nic_path);
+}
+
+// Items of two lists sorted by key, walked together: both(a, b), only_common(a), only_node(b).
+template <typename T, typename Key, typename Both, typename OnlyCommon, typename OnlyNode>
+void walk(const std::vector<T>& common, const std::vector<T>& node, Key key, Both both,
+          OnlyCommon only_common, OnlyNode only_node) {
+  std::map<std::string, const T*> here;
+  for (const T& t : node)
+    here.emplace(key(t), &t);
+  for (const T& c : common) {
+    auto it = here.find(key(c));
+    if (it == here.end()) {
+      only_common(c);
+    } else {
+      both(c, *it->second);
+      here.erase(it);
+    }
+  }
+  for (const T& n : node) {
+    if (here.count(key(n))) only_node(n);
+  }
+}
+
+void compare_link(const GpuFacts& c, const GpuFacts& n, std::vector<Difference>& out) {
+  const std::string here = fmt::format("this node: {} now, {} {} at best", width_text(n.pcie_width),
+                                       gen_text(n.pcie_max_gen), width_text(n.pcie_max_width));
+  const std::string common =
+      fmt::format("common configuration: {} now, {} {} at best", width_text(c.pcie_width),
+                  gen_text(c.pcie_max_gen), width_text(c.pcie_max_width));
+  const std::string evidence = here + "; " + common;
+  if (n.pcie_width != c.pcie_width) {
+    if (n.pcie_width == 0) {
+      out.push_back({"pcie-link-down",
+                     fmt::format("{}: PCIe link width unreadable or 0 (is the link down?) where "
+                                 "the common configuration trains {}",
+                                 gpu_name(n), width_text(c.pcie_width)),
+                     evidence});
+    } else if (c.pcie_width > 0 && n.pcie_width < c.pcie_width) {
+      out.push_back({"pcie-width-below-common",
+                     fmt::format("{}: PCIe link trained at {}, narrower than the common {}",
+                                 gpu_name(n), width_text(n.pcie_width), width_text(c.pcie_width)),
+                     evidence});
+    } else {
+      out.push_back(
+          {"pcie-width-differs",
+           fmt::format("{}: PCIe link trained at {} where the common configuration has {}",
+                       gpu_name(n), width_text(n.pcie_width), width_text(c.pcie_width)),
+           evidence});
+    }
+  }
+  if (n.pcie_max_gen != c.pcie_max_gen) {
+    const bool below = n.pcie_max_gen > 0 && n.pcie_max_gen < c.pcie_max_gen;
+    out.push_back({below ? "pcie-gen-below-common" : "pcie-gen-differs",
+                   fmt::format("{}: PCIe reaches {} at best (GPU and slot together) where the "
+                               "common configuration reaches {}",
+                               gpu_name(n), gen_text(n.pcie_max_gen), gen_text(c.pcie_max_gen)),
+                   evidence});
+  }
+  if (n.pcie_max_width != c.pcie_max_width) {
+    const bool below = n.pcie_max_width > 0 && n.pcie_max_width < c.pcie_max_width;
+    out.push_back(
+        {below ? "pcie-max-width-below-common" : "pcie-max-width-differs",
+         fmt::format("{}: PCIe can train to {} at best (GPU and slot together) where "
+                     "the common configuration can train to {}",
+                     gpu_name(n), width_text(n.pcie_max_width), width_text(c.pcie_max_width)),
+         evidence});
+  }
+}
+
+void compare_gpu(const NodeFacts& common, const NodeFacts& node, const GpuFacts& c,
+                 const GpuFacts& n, std::vector<Difference>& out) {
+  if (n.model != c.model) {
+    out.push_back({"gpu-model-differs",
+                   fmt::format("GPU {} is a {} where the common configuration has a {}", n.bus_id,
+                               n.model, c.model),
+                   fmt::format("this node: {}; common configuration: {}", n.model, c.model)});
+  }
+  compare_link(c, n, out);
+  if (n.nvlinks_active != c.nvlinks_active && n.nvlinks_active >= 0 && c.nvlinks_active >= 0) {
+    out.push_back({"nvlink-count-differs",
+                   fmt::format("{}: {} NVLink(s) active where the common configuration has {}",
+                               gpu_name(n), n.nvlinks_active, c.nvlinks_active),
+                   fmt::format("active NVLinks: this node {}, common configuration {}",
+                               n.nvlinks_active, c.nvlinks_active)});
+  }
+  if (n.numa_node != c.numa_node) {
+    out.push_back({"gpu-numa-differs",
+                   fmt::format("{} is on NUMA node {} where the common configuration has it on {}",
+                               gpu_name(n), numa_text(n.numa_node), numa_text(c.numa_node)),
+                   fmt::format("NUMA node: this node {}, common configuration {}",
+                               numa_text(n.numa_node), numa_text(c.numa_node))});
+  }
+  if (n.nic != c.nic || n.nic_path != c.nic_path) {
+    out.push_back(
+        {"nic-pairing-differs",
+         fmt::format("{}: NCCL would pair it with {} where the common configuration pairs it "
+                     "with {}",
+                     gpu_name(n), pairing_text(node, n), pairing_text(common, c)),
+         fmt::format("closest NIC by PCIe path (PIX nearest, SYS farthest): this node {}; common "
+                     "configuration {}",
+                     pairing_text(node, n), pairing_text(common, c))});
+  }
+}
+
+void compare_nic(const NicFacts& c, const NicFacts& n, std::vector<Difference>& out) {
+  const std::string name = "NIC " + describe(n);
+  if (n.kind != c.kind) {
+    out.push_back(
+        {"nic-kind-differs",
+         fmt::format("{} is {} where the common configuration has {}", name, n.kind, c.kind),
+         fmt::format("link layer: this node {}, common configuration {}", n.kind, c.kind)});
+  }
+  if (n.port_rate_gbps != c.port_rate_gbps) {
+    auto rate = [](double r) { return r > 0 ? fmt::format("{:g} Gbit/s", r) : "unknown"; };
+    out.push_back({"nic-rate-differs",
+                   fmt::format("{} runs at {} where the common configuration runs at {}", name,
+                               rate(n.port_rate_gbps), rate(c.port_rate_gbps)),
+                   fmt::format("port rate: this node {}, common configuration {}",
+                               rate(n.port_rate_gbps), rate(c.port_rate_gbps))});
+  }
+  if (n.pcie_width != c.pcie_width) {
+    out.push_back({"nic-pcie-width-differs",
+                   fmt::format("{}: PCIe link trained at {} where the common configuration has {}",
+                               name, width_text(n.pcie_width), width_text(c.pcie_width)),
+                   fmt::format("PCIe width now: this node {}, common configuration {}",
+                               width_text(n.pcie_width), width_text(c.pcie_width))});
+  }
+  if (n.numa_node != c.numa_node) {
+    out.push_back({"nic-numa-differs",
+                   fmt::format("{} is on NUMA node {} where the common configuration has it on {}",
+                               name, numa_text(n.numa_node), numa_text(c.numa_node)),
+                   fmt::format("NUMA node: this node {}, common configuration {}",
+                               numa_text(n.numa_node), numa_text(c.numa_node))});
+  }
+}
+
+void compare_version(const char* code, const char* what, const std::string& common,
+                     const std::string& node, std::vector<Difference>& out) {
+  if (common == node) return;
+  out.push_back({code,
+                 fmt::format("{} {} where the common configuration has {}", what, or_unknown(node),
+                             or_unknown(common)),
+                 fmt::format("{}: this node {}, common configuration {}", what, or_unknown(node),
+                             or_unknown(common))});
+}
+
+}  // namespace
+
+std::vector<Difference> differences(const NodeFacts& common, const NodeFacts& node) {
+  std::vector<Difference> devices, links;
+  const std::string gpu_counts = fmt::format("GPUs: this node {}, common configuration {}",
+                                             node.gpus.size(), common.gpus.size());
+  walk(
+      common.gpus, node.gpus, [](const GpuFacts& g) { return g.bus_id; },
+      [&](const GpuFacts& c, const GpuFacts& n) { compare_gpu(common, node, c, n, links); },
+      [&](const GpuFacts& c) {
+        devices.push_back({"gpu-missing", fmt::format("{} is missing", gpu_name(c)), gpu_counts});
+      },
+      [&](const GpuFacts& n) {
+        devices.push_back({"gpu-extra",
+                           fmt::format("{} is not in the common configuration", gpu_name(n)),
+                           gpu_counts});
+      });
+  const std::string nic_counts = fmt::format("NICs: this node {}, common configuration {}",
+                                             node.nics.size(), common.nics.size());
+  walk(
+      common.nics, node.nics, [](const NicFacts& n) { return n.key; },
+      [&](const NicFacts& c, const NicFacts& n) { compare_nic(c, n, links); },
+      [&](const NicFacts& c) {
+        devices.push_back({"nic-missing",
+                           fmt::format("NIC {} ({}) is missing", describe(c), c.kind), nic_counts});
+      },
+      [&](const NicFacts& n) {
+        devices.push_back(
+            {"nic-extra",
+             fmt::format("NIC {} ({}) is not in the common configuration", describe(n), n.kind),
+             nic_counts});
+      });
+  if (node.nvswitches != common.nvswitches) {
+    devices.push_back({"nvswitch-count-differs",
+                       fmt::format("{} NVSwitch(es) where the common configuration has {}",
+                                   node.nvswitches, common.nvswitches),
+                       fmt::format("NVSwitches: this node {}, common configuration {}",
+                                   node.nvswitches, common.nvswitches)});
+  }
+  std::vector<Difference> out = std::move(devices);
+  out.insert(out.end(), links.begin(), links.end());
+  compare_version("driver-version-differs", "NVIDIA driver", common.driver_version,
+                  node.driver_version, out);
+  compare_version("cuda-version-differs", "CUDA driver API", common.cuda_version, node.cuda_version,
+                  out);
+  compare_version("nccl-version-differs", "NCCL", common.nccl_version, node.nccl_version, out);
+  return out;
+}
+
+std::string rank_ranges(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+      ++j;
+    if (!out.empty()) out += ",";
+    out += j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+size_t ClusterView::differing_nodes() const {
+  size_t n = 0;
+  for (size_t c = 1; c < configurations.size(); ++c)
+    n += configurations[c].nodes.size();
+  return n;
+}
+
+ClusterView compare_cluster(const std::vector<RankPayload>& ranks) {
+  ClusterView view;
+  view.ranks = static_cast<int>(ranks.size());
+
+  // Ranks to nodes: one node per host, source and configuration.
+  std::vector<std::string> prints;  // per rank
+  std::unordered_map<std::string, size_t> node_of;
+  std::unordered_map<std::string, int> nodes_per_host;
+  std::vector<std::string> node_prints;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const RankPayload& p = ranks[r];
+    std::string print = fingerprint(p.facts);
+    const std::string key =
+        fmt::format("{}:{};{}:{};{}", p.host.size(), p.host, p.source.size(), p.source, print);
+    auto [it, added] = node_of.emplace(key, view.nodes.size());
+    if (added) {
+      view.nodes.push_back({p.host, p.host, p.source, {}, 0});
+      node_prints.push_back(std::move(print));
+      ++nodes_per_host[p.host];
+    }
+    view.nodes[it->second].ranks.push_back(static_cast<int>(r));
+  }
+  view.hosts = static_cast<int>(nodes_per_host.size());
+  for (ClusterNode& n : view.nodes) {
+    if (nodes_per_host[n.host] > 1) n.label = fmt::format("{}/{}", n.host, n.ranks.front());
+  }
+
+  // Nodes to configurations, in the order of their first node.
+  std::unordered_map<std::string, size_t> config_of;
+  std::vector<Configuration> configs;
+  for (size_t i = 0; i < view.nodes.size(); ++i) {
+    auto [it, added] = config_of.emplace(node_prints[i], configs.size());
+    if (added) {
+      configs.push_back({ranks[static_cast<size_t>(view.nodes[i].ranks.front())].facts, {}, 0, {}});
+    }
+    configs[it->second].nodes.push_back(i);
+    configs[it->second].ranks += static_cast<int>(view.nodes[i].ranks.size());
+  }
+  if (configs.empty()) return view;
+
+  // The common one first (the earliest among equals, as the configurations are in node order).
+  size_t common = 0;
+  for (size_t c = 1; c < configs.size(); ++c) {
+    const Configuration& a = configs[c];
+    const Configuration& b = configs[common];
+    if (a.nodes.size() > b.nodes.size() ||
+        (a.nodes.size() == b.nodes.size() && a.ranks > b.ranks)) {
+      common = c;
+    }
+  }
+  std::rotate(configs.begin(), configs.begin() + static_cast<std::ptrdiff_t>(common),
+              configs.begin() + static_cast<std::ptrdiff_t>(common) + 1);
+  for (size_t c = 1; c < configs.size(); ++c)
+    configs[c].differences = differences(configs[0].facts, configs[c].facts);
+  for (size_t c = 0; c < configs.size(); ++c) {
+    for (size_t n : configs[c].nodes)
+      view.nodes[n].configuration = c;
+  }
+  view.configurations = std::move(configs);
+  return view;
+}
+
+}  // namespace commtool::topo

@@ -1,0 +1,110 @@
+// topo under a real MPI launcher: mpirun starts four commtool processes on this machine, each
+// reading its own NCCL topology file through --nccl-xml rank%r.xml (tests/fixtures/cluster/:
+// ranks 0-2 a DGX H100, rank 3 the same without NIC mlx5_1 and with GPU 0000:29:00.0 at x8).
+// Built and registered only where CMake found MPI; CI installs Open MPI (scripts/setup.sh).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_run.hpp"
+
+namespace {
+
+const std::string kFixtures = COMMTOOL_FIXTURES_DIR;
+
+// mpirun with N ranks of commtool; `timeout` so that a hang fails the test rather than CI.
+cli_test::CliResult mpirun(int ranks, const std::string& args, bool with_stderr = true) {
+  const std::string cmd = "timeout 90 " + std::string(COMMTOOL_MPIEXEC) + " --oversubscribe -np " +
+                          std::to_string(ranks) + " " + COMMTOOL_BINARY + " " + args +
+                          (with_stderr ? " 2>&1" : "");
+  cli_test::CliResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe))
+    r.out.append(buf, n);
+  const int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string hostname() {
+  char name[HOST_NAME_MAX + 1] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+const std::string kEachRanksFile = "--nccl-xml " + kFixtures + "/cluster/rank%r.xml";
+
+}  // namespace
+
+TEST(MpiTopo, RankZeroAloneNamesTheOddNodeAndBothOfItsDifferences) {
+  auto r = mpirun(4, "topo " + kEachRanksFile);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(count(r.out, "commtool topo: cluster of 4 nodes, 4 MPI ranks on 1 host"), 1u) << r.out;
+  EXPECT_TRUE(contains(r.out, "Verdict: 1 of 4 nodes differs from the common configuration"))
+      << r.out;
+  const size_t odd = r.out.find(hostname() + "/3 (rank 3, nccl-xml:");
+  ASSERT_NE(odd, std::string::npos) << r.out;
+  EXPECT_TRUE(contains(r.out, "[nic-missing] NIC mlx5_1 (0000:26:00.0)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[pcie-max-width-below-common] GPU 0000:29:00.0")) << r.out;
+  EXPECT_TRUE(contains(r.out, "x8 at best; common configuration: unknown now, Gen5 x16 at best"))
+      << r.out;
+  // The cluster view first, then the common topology once: one rank's report, not four.
+  const size_t topology = r.out.find("Common topology, as rank 0 read it on " + hostname() + "/0");
+  ASSERT_NE(topology, std::string::npos) << r.out;
+  EXPECT_LT(odd, topology);
+  EXPECT_EQ(count(r.out, "commtool topo: 8 GPU(s), 8 NIC(s)"), 1u) << r.out;
+}
+
+TEST(MpiTopo, JsonCarriesAllFourNodesAndTheComparison) {
+  auto r = mpirun(4, "--json topo " + kEachRanksFile, /*with_stderr=*/false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto doc = nlohmann::json::parse(r.out);  // one document: no rank but 0 printed
+  EXPECT_EQ(doc["kind"], "cluster");
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["ranks"], 4);
+  ASSERT_EQ(doc["nodes"].size(), 4u);
+  for (int n = 0; n < 4; ++n) {
+    EXPECT_EQ(doc["nodes"][n]["ranks"], nlohmann::json{n});
+    EXPECT_EQ(doc["nodes"][n]["topology"]["gpus"].size(), 8u);
+    EXPECT_EQ(doc["nodes"][n]["topology"]["nics"].size(), n == 3 ? 7u : 8u);
+  }
+  EXPECT_EQ(doc["differing_nodes"], nlohmann::json{hostname() + "/3"});
+  std::vector<std::string> codes;
+  for (const auto& d : doc["configurations"][1]["differences"])
+    codes.push_back(d["code"]);
+  EXPECT_NE(std::find(codes.begin(), codes.end(), "nic-missing"), codes.end());
+  EXPECT_NE(std::find(codes.begin(), codes.end(), "pcie-max-width-below-common"), codes.end());
+}
+
+TEST(MpiTopo, ARankThatCannotReadItsNodeIsNamedByRankZeroOnce) {
+  // rank4.xml does not exist: rank 4 fails, the others wait for nobody.
+  auto r = mpirun(5, "topo " + kEachRanksFile);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(count(r.out, "commtool: rank 4 on " + hostname() + ": "), 1u) << r.out;
+  EXPECT_TRUE(contains(r.out, "rank4.xml")) << r.out;
+  EXPECT_FALSE(contains(r.out, "cluster of")) << r.out;
+}
+
+TEST(MpiTopo, ACommandThatDoesNotRunUnderMpiIsRefusedOnceWithoutInitialisingMpi) {
+  auto r = mpirun(4, "trace allreduce");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(count(r.out, "trace does not run under MPI yet, only topo does"), 1u) << r.out;
+}
