@@ -12,7 +12,8 @@
 //
 // Lines, by "k":
 //   proc   first line of a file: who wrote it
-//   comm   a communicator was initialised in this process (NCCL called the plugin's init)
+//   comm   a communicator was initialised in this process (NCCL called the plugin's init),
+//          with the rank's GPU
 //   start  an operation was handed to NCCL's launch (the profiler's Coll/P2p event started):
 //          written at once, so a process that hangs later still says what it had begun
 //   end    everything known about one operation, written once no more is coming; not
