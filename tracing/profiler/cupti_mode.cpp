@@ -143,34 +143,31 @@ StreamId stream_of(uint32_t context, uint32_t stream) {
   return StreamId{context, stream};
 }
 
+// A kernel, copy or set record (they share these fields): to the anchors, unless CUPTI gave it
+// no timing.
+template <class Record>
+void add_work(Session& s, const Record& r, bool nccl) {
+  if (r.start == 0 || r.end < r.start) return;
+  s.anchors.work(WorkLine{stream_of(r.contextId, r.streamId), r.correlationId,
+                          Interval{static_cast<int64_t>(r.start), static_cast<int64_t>(r.end)},
+                          nccl});
+}
+
 // Under the session's mutex.
 void consume(Session& s, const CUpti_Activity* r) {
   switch (r->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
       const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(r);
-      if (k.start == 0 || k.end < k.start) return;
-      s.anchors.work(WorkLine{stream_of(k.contextId, k.streamId), k.correlationId,
-                              Interval{static_cast<int64_t>(k.start), static_cast<int64_t>(k.end)},
-                              is_nccl_kernel_name(k.name)});
+      add_work(s, k, is_nccl_kernel_name(k.name));
       return;
     }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
-      if (m.start == 0 || m.end < m.start) return;
-      s.anchors.work(WorkLine{stream_of(m.contextId, m.streamId), m.correlationId,
-                              Interval{static_cast<int64_t>(m.start), static_cast<int64_t>(m.end)},
-                              false});
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      add_work(s, *reinterpret_cast<const CUpti_ActivityMemcpy6*>(r), false);
       return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(r);
-      if (m.start == 0 || m.end < m.start) return;
-      s.anchors.work(WorkLine{stream_of(m.contextId, m.streamId), m.correlationId,
-                              Interval{static_cast<int64_t>(m.start), static_cast<int64_t>(m.end)},
-                              false});
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      add_work(s, *reinterpret_cast<const CUpti_ActivityMemset4*>(r), false);
       return;
-    }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
       const auto& w = *reinterpret_cast<const CUpti_ActivitySynchronization2*>(r);
       if (w.type != CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) return;
