@@ -203,7 +203,7 @@ TEST(RecordLine, OptionalFieldsAreNullAndComeBackEmpty) {
 TEST(RecordLine, CommunicatorIdsKeepAll64Bits) {
   // Above 2^53 a double (what most JSON readers turn numbers into) loses the low bits.
   for (uint64_t id : {uint64_t{0}, (uint64_t{1} << 53) + 1, std::numeric_limits<uint64_t>::max()}) {
-    CommLine l{id, 0, 1, 1, "", 0};
+    CommLine l{id, 0, 1, 1, "", 0, ""};
     EXPECT_EQ(std::get<CommLine>(round_trip(l)).comm, id) << to_line(l);
   }
   EXPECT_NE(to_line(FinLine{~uint64_t{0}, 0, 0}).find(R"("comm":"ffffffffffffffff")"),
@@ -221,19 +221,20 @@ TEST(RecordLine, OddStringsAreEscapedAndComeBackUnchanged) {
       "",
   };
   for (const std::string& name : odd) {
-    CommLine l{1, 0, 1, 1, name, 0};
+    CommLine l{1, 0, 1, 1, name, 0, ""};
     const std::string text = to_line(l);
     EXPECT_EQ(text.find('\n'), std::string::npos) << "one record is one line: " << text;
     EXPECT_EQ(std::get<CommLine>(round_trip(l)).name, name) << text;
   }
-  EXPECT_NE(to_line(CommLine{1, 0, 1, 1, "\x01", 0}).find(R"("name":"\u0001")"), std::string::npos);
+  EXPECT_NE(to_line(CommLine{1, 0, 1, 1, "\x01", 0, ""}).find(R"("name":"\u0001")"),
+            std::string::npos);
 }
 
 TEST(RecordLine, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   // A JSON reader rejects the whole line for one bad byte; the name is kept, the byte is not.
   const std::string bad[] = {"\xff", "\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80"};
   for (const std::string& b : bad) {
-    CommLine l{1, 0, 1, 1, "a" + b + "z", 0};
+    CommLine l{1, 0, 1, 1, "a" + b + "z", 0, ""};
     const std::string name = std::get<CommLine>(round_trip(l)).name;
     EXPECT_EQ(name.front(), 'a') << to_line(l);
     EXPECT_EQ(name.back(), 'z') << to_line(l);
@@ -461,8 +462,8 @@ std::vector<RecordLine> extremes() {
   lines.push_back(EventLine{StreamId{4'294'967'295u, 1}, 4'294'967'295u, 4'294'967'295u});
   lines.push_back(ProcLine{1, kMaxInt64, "h", kMaxInt64, kMaxInt64, ""});
   lines.push_back(ProcLine{1, 0, "", 0, 0, "x"});
-  lines.push_back(CommLine{kMaxUint64, kMaxInt, kMaxInt, kMaxInt, "", kMaxInt64});
-  lines.push_back(CommLine{0, 0, 1, 0, " ~!#$%&'()*+,-./:;<=>?@[]^_`{|}\x7f", 0});
+  lines.push_back(CommLine{kMaxUint64, kMaxInt, kMaxInt, kMaxInt, "", kMaxInt64, ""});
+  lines.push_back(CommLine{0, 0, 1, 0, " ~!#$%&'()*+,-./:;<=>?@[]^_`{|}\x7f", 0, "GPU-0"});
   StartLine top = allreduce();
   top.comm = kMaxUint64;
   top.rank = kMaxInt;

@@ -333,8 +333,11 @@ RecordingReport analyse_recording(const Recording& rec) {
   const bool cupti_asked = rec.meta && rec.meta->cupti;
   for (const ProcessRecord& p : rec.processes) {
     const GpuClockMap clock(p);
-    ClockFit& fit = report.clocks.emplace_back(
-        ClockFit{process_name(p), clock.pairs(), clock.windows(), clock.median_excess_us()});
+    ClockFit& fit = report.clocks.emplace_back();
+    fit.process = process_name(p);
+    fit.pairs = clock.pairs();
+    fit.windows = clock.windows();
+    fit.median_excess_us = clock.median_excess_us();
     const std::optional<CuptiStatus> status = cupti_status(p, cupti_asked);
     if (status) report.cupti.push_back(*status);
     const std::optional<CuptiSplit> split =

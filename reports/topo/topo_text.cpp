@@ -179,7 +179,8 @@ std::string matrix_summary(const Topology& topo, const Analysis& a) {
   auto counts = [](const std::map<Key, size_t>& m) {
     std::vector<std::string> parts;
     for (const auto& [key, n] : m)
-      parts.push_back(fmt::format("{} {}", label(Connection{key.first, key.second, false}), n));
+      parts.push_back(fmt::format(
+          "{} {}", label(Connection{key.first, static_cast<uint16_t>(key.second), false}), n));
     return parts.empty() ? std::string("none") : fmt::format("{}", fmt::join(parts, ", "));
   };
   return fmt::format(
