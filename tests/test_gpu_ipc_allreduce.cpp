@@ -16,21 +16,21 @@ using namespace commtool::tracing;
 namespace {
 
 void expect_all_right(int ranks, std::vector<uint64_t> counts, std::vector<DataType> dtypes,
-                      std::vector<IpcLayout> layouts) {
+                      std::vector<IpcLayout> layouts, int repeats = 3) {
   IpcCheckRequest q;
   q.executable = COMMTOOL_BINARY;
   q.devices.assign(static_cast<size_t>(ranks), 0);
   q.counts = std::move(counts);
   q.dtypes = std::move(dtypes);
   q.layouts = std::move(layouts);
-  q.repeats = 3;
+  q.repeats = repeats;
   const std::vector<IpcCheckCase> cases = check_ipc_allreduce(q);
   ASSERT_EQ(cases.size(), 2 * q.dtypes.size() * q.layouts.size() * q.counts.size());
   for (const IpcCheckCase& c : cases) {
     const std::string what = std::string(to_string(c.algorithm)) + " " + to_string(c.dtype) + " " +
                              to_string(c.layout) + " x" + std::to_string(c.count) + " at " +
                              std::to_string(ranks) + " ranks";
-    EXPECT_EQ(c.repeats, 3) << what;
+    EXPECT_EQ(c.repeats, repeats) << what;
     EXPECT_EQ(c.wrong, 0u) << what;
     EXPECT_TRUE(c.ranks_agree) << what;
   }
@@ -44,11 +44,11 @@ void expect_all_right(int ranks) {
       {IpcLayout::kAligned, IpcLayout::kOffset, IpcLayout::kMixed, IpcLayout::kInPlace});
 }
 
-// 2^24 + 5 elements: 2049 steps of a block, so at any grid the GPU holds every block loops,
-// and a tail of 5 elements.
+// 2^24 + 5 floats: 2049 steps of a block, so at any grid the GPU holds every block loops, and a
+// tail of 5 elements. Two calls each: the host's reference of 64 MiB is the slow part.
 void expect_large_right(int ranks) {
-  expect_all_right(ranks, {(1u << 24) + 5}, {DataType::kFloat32, DataType::kBfloat16},
-                   {IpcLayout::kAligned, IpcLayout::kMixed});
+  expect_all_right(ranks, {(1u << 24) + 5}, {DataType::kFloat32},
+                   {IpcLayout::kAligned, IpcLayout::kMixed}, 2);
 }
 
 }  // namespace
