@@ -8,9 +8,9 @@
 //    (reduce-scatter); a barrier; every rank copies the other ranks' reduced segments into its
 //    output (all-gather). Moves 2(n-1)/n of the data per rank instead of (n-1): better for large
 //    sizes.
-// At one rank no peer reads the IPC buffer, so neither algorithm writes it: the kernel reads the
-// input and writes the output once (ipc_kernel_bytes() in ipc_allreduce_plan.hpp counts every
-// case), and its barriers still run, against itself.
+// At one rank no peer reads the IPC buffer, so neither algorithm writes it and no barrier runs
+// (there is nobody to wait for): the kernel reads the input and writes the output once
+// (ipc_kernel_bytes() in ipc_allreduce_plan.hpp counts every case).
 // Every rank sums in rank order 0..n-1 (16-bit types in float), so all ranks' outputs are
 // bitwise equal.
 //
