@@ -2,8 +2,9 @@
 # commtool's CUDA-IPC all-reduce kernels beside the reference tools, on the GPU machine, at one
 # rank: the `diagnose allreduce` sweep (8 B to 256 MiB, --json), NCCL's own copy from
 # nccl-tests' all_reduce_perf, nvbandwidth's device-local copy, Nsight Compute on one one-shot
-# and one two-shot launch at 8 B and at 256 MiB (grid, occupancy, DRAM throughput, sectors per
-# load and store request), and the kernels' load and store instructions from the binary.
+# and one two-shot launch at 256 B, 256 KiB and 256 MiB (duration, grid, occupancy, DRAM
+# throughput, sectors per load and store request), and the kernels' load and store instructions
+# from the binary.
 # Full logs and JSON go to OUT_DIR; a short table is printed last.
 #   scripts/bench-allreduce.sh OUT_DIR ANCHORS_DIR
 # ANCHORS_DIR holds the prebuilt nvbandwidth and all_reduce_perf (nccl-tests); a tool missing
@@ -28,9 +29,9 @@ fi
   2> "$out/sweep.err"
 
 if [[ ${BENCH_NCU:-1} != 0 ]] && command -v ncu > /dev/null; then
-  # 8 B and 256 MiB (8 x 2^25), one measured call each and no warm-up: one launch per kernel and
-  # size. The NCCL paths run too (diagnose has no way to leave them out) but launch no kernel the
-  # filter matches.
+  # 256 B, 256 KiB and 256 MiB (the step factor stops at 1024), one measured call each and no
+  # warm-up: one launch per kernel and size. The NCCL paths run too (diagnose has no way to leave
+  # them out) but launch no kernel the filter matches.
   metrics=gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread
   metrics+=,launch__waves_per_multiprocessor,sm__maximum_warps_per_active_cycle_pct
   metrics+=,sm__warps_active.avg.pct_of_peak_sustained_active
@@ -40,7 +41,7 @@ if [[ ${BENCH_NCU:-1} != 0 ]] && command -v ncu > /dev/null; then
   metrics+=,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum
   ncu --target-processes all -k 'regex:one_shot|two_shot' --metrics "$metrics" --csv \
     --print-units base --log-file "$out/ncu.csv" \
-    "$bin" --timeout 120 diagnose allreduce -b 8 -e 256M -f 33554432 -n 1 -w 0 \
+    "$bin" --timeout 120 diagnose allreduce -b 256 -e 256M -f 1024 -n 1 -w 0 \
     --output "$out/ncu-sweep.txt" > "$out/ncu.log" 2>&1
 fi
 if command -v cuobjdump > /dev/null; then
@@ -97,9 +98,10 @@ if rows:
     col = {h: i for i, h in enumerate(head)}
     per = {}
     for r in rows[1:]:
-        key = (r[col["ID"]], r[col["Kernel Name"]].split("(")[0].split("<")[0].split()[-1])
+        k = re.search(r"(one_shot|two_shot)(<[^>]*>)?", r[col["Kernel Name"]])
+        key = (r[col["ID"]], "".join(k.groups("")) if k else r[col["Kernel Name"]][:40])
         per.setdefault(key, {})[r[col["Metric Name"]]] = r[col["Metric Value"]]
-    print("\nncu (one launch each, in launch order: 8 B then 256 MiB per kernel as diagnose runs them)")
+    print("\nncu (one launch each, in launch order: one-shot then two-shot at 256 B, 256 KiB, 256 MiB)")
     for (i, k), m in sorted(per.items(), key=lambda kv: int(kv[0][0])):
         g = lambda n: m.get(n, "?")
         def ratio(a, b):
