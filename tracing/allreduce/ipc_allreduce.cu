@@ -2,10 +2,10 @@
 // kIpcThreads threads on every rank. A phase covers an element range; the range is cut into
 // packs of 16 bytes counted from its start, pack j belongs to block (j / step) % gridDim.x and
 // thread j % kThreads (step = kThreads * Pack<T>::kUnroll packs), and the range's last partial
-// pack to block 0. That holds on every rank and
-// in every phase, whatever the alignment of the caller's input and output (those only choose
-// between one 16-byte access and one access per element), which is what lets each barrier be
-// per block. Ranges start on kIpcAlignBytes in the IPC buffers, so their packs are aligned there.
+// pack to block 0. That holds on every rank and in every phase, whatever the alignment of the
+// caller's input and output (those only choose between one 16-byte access and one access per
+// element), which is what lets each barrier be per block. Ranges start on kIpcAlignBytes in the
+// IPC buffers, so their packs are aligned there.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <fmt/format.h>
