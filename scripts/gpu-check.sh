@@ -8,7 +8,8 @@
 # go to $OUT (or the directory given); a short table is printed last.
 #   scripts/gpu-check.sh [OUT_DIR] [ANCHORS_DIR]   (after building here: cmake --preset release ...)
 # ANCHORS_DIR holds the prebuilt nccl-tests binaries that gpu-record.sh records as a job that is
-# not PyTorch; without it that step is left out.
+# not PyTorch, and nvbandwidth and all_reduce_perf that bench-allreduce.sh sets the IPC
+# all-reduce kernels beside; without it those steps are left out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-gpu-check-out}}
@@ -51,6 +52,9 @@ step bench bash -c "scripts/bench-probe.sh /tmp/bench > $out/bench.txt"
 step bench-trace bash -c "scripts/bench-trace.sh $out/trace > $out/bench-trace.txt"
 step bench-ep bash -c "scripts/bench-ep.sh $out/ep > $out/bench-ep.txt"
 step diagnose-allreduce "$bin" diagnose allreduce --plot "$out/allreduce.svg" --output "$out/allreduce.txt"
+if [[ -n $anchors ]]; then
+  step bench-allreduce bash -c "scripts/bench-allreduce.sh $out/allreduce-bench '$anchors' > $out/bench-allreduce.txt"
+fi
 step record bash -c "scripts/gpu-record.sh $out/record '$anchors' > $out/record.txt"
 step ipc-sanitizers bash -c "for tool in memcheck racecheck synccheck; do COMMTOOL_NO_START_GATE=1 compute-sanitizer --target-processes all --tool \$tool --error-exitcode 9 build/tests/gpu_tests --gtest_filter=GpuIpcAllReduce.TwoProcessesOnOneGpu || exit 1; done"
 
@@ -89,7 +93,7 @@ cat /tmp/topo-verbose.txt >> "$log" 2>/dev/null
 
 echo
 echo "== gpu-check summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests multirank probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-ep diagnose-allreduce record ipc-sanitizers nccl-dump topo-nccl-xml capture topo-capture; do
+for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests multirank probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-ep diagnose-allreduce bench-allreduce record ipc-sanitizers nccl-dump topo-nccl-xml capture topo-capture; do
   printf '  %-14s %s\n' "$k" "${result[$k]:-not run}"
 done
 echo
@@ -100,6 +104,8 @@ echo
 cat "$out/bench-trace.txt" 2>/dev/null
 echo
 cat "$out/bench-ep.txt" 2>/dev/null
+echo
+cat "$out/bench-allreduce.txt" 2>/dev/null
 echo
 cat "$out/multirank.txt" 2>/dev/null
 echo

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "probes/base/error.hpp"
 #include "tracing/allreduce/ipc_allreduce_plan.hpp"
@@ -178,6 +179,116 @@ TEST(FlagLayout, EveryRankAndSlotHasItsOwnLineRankMajor) {
     EXPECT_EQ(offsets[i], i * kIpcAlignBytes);  // distinct, line-aligned, no gaps
     EXPECT_LT(offsets[i], flag_region_bytes(kRanks, kSlots));
   }
+}
+
+// ---- grid ----------------------------------------------------------------------------------
+
+constexpr size_t kStepElements = size_t{kIpcThreads} * kIpcElementsPerThread;  // 8192
+
+TEST(IpcGridBlocks, OneBlockPerStepOfTheBufferAtLeastOne) {
+  EXPECT_EQ(ipc_grid_blocks(0, 264), 1);
+  EXPECT_EQ(ipc_grid_blocks(1, 264), 1);  // 8 B of float: one block, one flag line per barrier
+  EXPECT_EQ(ipc_grid_blocks(kStepElements, 264), 1);
+  EXPECT_EQ(ipc_grid_blocks(kStepElements + 1, 264), 2);
+  EXPECT_EQ(ipc_grid_blocks(16384, 264), 2);    // 64 KiB of float
+  EXPECT_EQ(ipc_grid_blocks(262144, 264), 32);  // 1 MiB of float
+}
+
+TEST(IpcGridBlocks, LargeBuffersFillTheCapAndNoMore) {
+  EXPECT_EQ(ipc_grid_blocks(264 * kStepElements, 264), 264);
+  EXPECT_EQ(ipc_grid_blocks(264 * kStepElements + 1, 264), 264);
+  EXPECT_EQ(ipc_grid_blocks(size_t{64} << 20, 264), 264);  // 256 MiB of float
+  EXPECT_EQ(ipc_grid_blocks(SIZE_MAX, kMaxIpcBlocks), kMaxIpcBlocks);
+}
+
+TEST(IpcGridBlocks, RejectsACapOutsideOneToTheFlagRegion) {
+  EXPECT_THROW(ipc_grid_blocks(1, 0), Error);
+  EXPECT_THROW(ipc_grid_blocks(1, kMaxIpcBlocks + 1), Error);
+}
+
+TEST(IpcBlockCap, OneRankKeepsWhatItsGpuHoldsResident) {
+  EXPECT_EQ(ipc_block_cap({{"0000:00:06.0", 264}}), 264);
+}
+
+TEST(IpcBlockCap, RanksSharingAGpuSplitItsResidentBlocks) {
+  EXPECT_EQ(ipc_block_cap({{"a", 264}, {"a", 264}}), 132);
+  EXPECT_EQ(ipc_block_cap({{"a", 264}, {"a", 264}, {"a", 264}, {"a", 264}}), 66);
+  EXPECT_EQ(ipc_block_cap({{"a", 3}, {"a", 3}, {"a", 3}, {"a", 3}}), 1);  // never below one
+}
+
+TEST(IpcBlockCap, TheLeastOverRanksSoEveryRankLaunchesTheSameGrid) {
+  // GPUs of different sizes, and one of them carrying two ranks.
+  EXPECT_EQ(ipc_block_cap({{"a", 264}, {"b", 296}}), 264);
+  EXPECT_EQ(ipc_block_cap({{"a", 264}, {"b", 296}, {"b", 296}}), 148);
+}
+
+TEST(IpcBlockCap, NeverAboveTheFlagRegion) {
+  EXPECT_EQ(ipc_block_cap({{"a", 4 * kMaxIpcBlocks}}), kMaxIpcBlocks);
+}
+
+TEST(IpcBlockCap, RejectsNoRanksAndAGpuWithoutResidentBlocks) {
+  EXPECT_THROW(ipc_block_cap({}), Error);
+  EXPECT_THROW(ipc_block_cap({{"a", 264}, {"b", 0}}), Error);
+}
+
+// ---- kernel traffic ----------------------------------------------------------------------------
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+TEST(IpcKernelBytes, OneRankReadsTheInputAndWritesTheOutputOnce) {
+  EXPECT_DOUBLE_EQ(ipc_kernel_bytes(IpcAlgorithm::kOneShot, 256 * kMiB, 1), 512.0 * kMiB);
+  EXPECT_DOUBLE_EQ(ipc_kernel_bytes(IpcAlgorithm::kTwoShot, 256 * kMiB, 1), 512.0 * kMiB);
+  EXPECT_DOUBLE_EQ(ipc_kernel_bytes(IpcAlgorithm::kOneShot, 8, 1), 16.0);
+}
+
+TEST(IpcKernelBytes, OneShotCopiesInThenReadsEveryRank) {
+  // (n + 3) N: N read and N written into its buffer, n inputs read, the output written.
+  EXPECT_DOUBLE_EQ(ipc_kernel_bytes(IpcAlgorithm::kOneShot, kMiB, 2), 5.0 * kMiB);
+  EXPECT_DOUBLE_EQ(ipc_kernel_bytes(IpcAlgorithm::kOneShot, kMiB, 4), 7.0 * kMiB);
+  EXPECT_DOUBLE_EQ(ipc_kernel_bytes(IpcAlgorithm::kOneShot, kMiB, 8), 11.0 * kMiB);
+}
+
+TEST(IpcKernelBytes, TwoShotMovesFiveMinusTwoOverNTimesTheBuffer) {
+  // n = 2: the other half in (N/2 + N/2), both halves of its segment read and it written twice
+  // (N/2 + N/2 + N/2 ... = N + N), the other half gathered (N/2 + N/2): 4N.
+  EXPECT_DOUBLE_EQ(ipc_kernel_bytes(IpcAlgorithm::kTwoShot, kMiB, 2), 4.0 * kMiB);
+  EXPECT_DOUBLE_EQ(ipc_kernel_bytes(IpcAlgorithm::kTwoShot, kMiB, 4), 4.5 * kMiB);
+  EXPECT_DOUBLE_EQ(ipc_kernel_bytes(IpcAlgorithm::kTwoShot, kMiB, 8), 4.75 * kMiB);
+}
+
+TEST(IpcKernelBytes, TwoShotSumsItsPhasesOverTheActualSegments) {
+  // The formula is the mean over ranks of what each rank's phases move with the real split.
+  for (int n = 2; n <= 8; ++n) {
+    for (size_t count : {size_t{1000}, size_t{4097}, size_t{65541}}) {
+      const std::vector<Segment> plan = two_shot_segments(count, 4, n);
+      double total = 0;
+      for (const Segment& mine : plan) {
+        const double own = static_cast<double>(mine.elements) * 4,
+                     rest = static_cast<double>(count) * 4 - own;
+        total += 2 * rest;           // the peers' segments into its buffer
+        total += n * own + 2 * own;  // its segment from n ranks, to output and buffer
+        total += 2 * rest;           // the others' segments gathered
+      }
+      EXPECT_NEAR(ipc_kernel_bytes(IpcAlgorithm::kTwoShot, count * 4, n), total / n, 1e-6)
+          << count << " floats at " << n << " ranks";
+    }
+  }
+}
+
+TEST(IpcKernelBytes, RejectsRankCountsOutsideOneToSixtyFour) {
+  EXPECT_THROW(ipc_kernel_bytes(IpcAlgorithm::kOneShot, 8, 0), Error);
+  EXPECT_THROW(ipc_kernel_bytes(IpcAlgorithm::kTwoShot, 8, 65), Error);
+}
+
+TEST(KernelGbps, BytesOverMicrosecondsInUnitsOfOneE9BytesPerSecond) {
+  EXPECT_DOUBLE_EQ(*kernel_gbps(512.0 * kMiB, 160.0), 512.0 * kMiB / 160e-6 / 1e9);
+  EXPECT_DOUBLE_EQ(*kernel_gbps(4000, 1), 4.0);
+}
+
+TEST(KernelGbps, NoRateFromATimeThatIsNotPositive) {
+  EXPECT_FALSE(kernel_gbps(16, 0).has_value());
+  EXPECT_FALSE(kernel_gbps(16, -1).has_value());
+  EXPECT_FALSE(kernel_gbps(16, std::nan("")).has_value());
 }
 
 }  // namespace

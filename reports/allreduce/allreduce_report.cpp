@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "probes/base/measure/byte_size.hpp"
 #include "reports/allreduce/allreduce_diagnosis.hpp"
@@ -67,6 +68,50 @@ std::string ran_json(const tracing::NcclChoice& c) {
   return c.unknown_why.empty() ? "" : "unknown";
 }
 
+json optional_json(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+// commtool's IPC kernels per size: time and the rate of the bytes they read and write (empty
+// when no IPC path has a valid point).
+std::string ipc_kernel_table(const AllReduceSweep& sweep) {
+  std::vector<const AllReducePath*> ipc;
+  for (const AllReducePath& path : sweep.paths) {
+    if (path.kind != AllReducePathKind::kNccl) ipc.push_back(&path);
+  }
+  std::vector<uint64_t> sizes;
+  for (const AllReducePath* path : ipc) {
+    for (const AllReducePoint& p : path->points) {
+      if (p.status == AllReducePointStatus::kOk && p.kernel_gbps) sizes.push_back(p.bytes);
+    }
+  }
+  if (sizes.empty()) return "";
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::vector<std::string> head{"size"};
+  for (const AllReducePath* path : ipc) {
+    head.push_back(path->name + " us");
+    head.push_back("GB/s");
+  }
+  TextTable t(head);
+  for (uint64_t b : sizes) {
+    std::vector<std::string> row{size_name(b)};
+    for (const AllReducePath* path : ipc) {
+      const AllReducePoint* p = point_at(*path, b);
+      if (p == nullptr || p->status != AllReducePointStatus::kOk || !p->kernel_gbps) {
+        row.insert(row.end(), {"-", "-"});
+        continue;
+      }
+      row.push_back(times(p->time_us));
+      row.push_back(fmt::format("{:.1f}", *p->kernel_gbps));
+    }
+    t.add_row(std::move(row));
+  }
+  return "\ncommtool's IPC kernels (GB/s: bytes one rank's kernel reads plus writes per call, "
+         "over the median)\n" +
+         t.render();
+}
+
 json path_index_json(const AllReduceSweep& sweep, int i) {
   return i < 0 ? json(nullptr) : json(sweep.paths[static_cast<size_t>(i)].name);
 }
@@ -111,6 +156,7 @@ std::string allreduce_text(const AllReduceSweep& sweep, const AllReduceDiagnosis
     t.add_row(std::move(row));
   }
   out += "\nFastest path per size (speedup: NCCL default's median / fastest median)\n" + t.render();
+  out += ipc_kernel_table(sweep);
 
   out += "\nCrossovers\n";
   if (!d.withheld.empty()) {
@@ -149,6 +195,8 @@ std::string allreduce_json(const AllReduceSweep& sweep, const AllReduceDiagnosis
                         {"time_us", summary_json(p.time_us)},
                         {"busbw_gbps", p.busbw_gbps},
                         {"nccl_ran", ran_json(p.nccl_ran)},
+                        {"kernel_bytes_read_written", optional_json(p.kernel_bytes)},
+                        {"kernel_gbps", optional_json(p.kernel_gbps)},
                         {"reason", p.reason}});
     }
     paths.push_back({{"name", path.name},

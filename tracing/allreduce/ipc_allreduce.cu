@@ -1,12 +1,18 @@
-// The kernels of ipc_allreduce.hpp: one launch per call, kBlocks blocks on every rank; block b
-// owns elements b*kThreads + t + k*kBlocks*kThreads of whatever range a phase covers, on every
-// rank, which is what lets each barrier be per block.
+// The kernels of ipc_allreduce.hpp: one launch per call, of ipc_grid_blocks() blocks of
+// kIpcThreads threads on every rank. A phase covers an element range; the range is cut into
+// packs of 16 bytes counted from its start, pack j belongs to block (j / step) % gridDim.x and
+// thread j % kThreads (step = kThreads * Pack<T>::kUnroll packs), and the range's last partial
+// pack to block 0. That holds on every rank and in every phase, whatever the alignment of the
+// caller's input and output (those only choose between one 16-byte access and one access per
+// element), which is what lets each barrier be per block. Ranges start on kIpcAlignBytes in the
+// IPC buffers, so their packs are aligned there.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <fmt/format.h>
 #include <cuda/atomic>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "probes/base/cuda/cuda_check.hpp"
 #include "probes/base/cuda/global_timer.cuh"
@@ -18,14 +24,19 @@ namespace commtool::tracing {
 
 namespace {
 
-constexpr int kBlocks = 32;
-constexpr int kThreads = 512;
+constexpr int kThreads = kIpcThreads;
 constexpr int kBarriers = 3;  // one-shot uses 0 and 1; two-shot 0, 1 and 2
-constexpr size_t kLine = 128;
-constexpr size_t kFlagBytes = size_t{kBarriers} * kBlocks * kMaxIpcRanks * kLine;
+constexpr size_t kLine = kIpcAlignBytes;
+constexpr size_t kFlagBytes = size_t{kBarriers} * kMaxIpcBlocks * kMaxIpcRanks * kLine;
 
-struct Peers {
+// What every phase of a call needs.
+struct Call {
   char* buffer[kMaxIpcRanks];  // every rank's IPC buffer, mapped here
+  int rank, n;
+  uint32_t epoch;
+  uint64_t timeout_ns;
+  int* error;
+  bool in_aligned, out_aligned;  // the caller's pointers allow 16-byte accesses
 };
 
 struct Segments {
@@ -33,7 +44,8 @@ struct Segments {
 };
 
 __device__ inline uint32_t* flag(char* buffer, int barrier, int block, int source) {
-  const size_t line = (static_cast<size_t>(barrier) * kBlocks + block) * kMaxIpcRanks + source;
+  const size_t line =
+      (static_cast<size_t>(barrier) * kMaxIpcBlocks + block) * kMaxIpcRanks + source;
   return reinterpret_cast<uint32_t*>(buffer + line * kLine);
 }
 
@@ -61,24 +73,64 @@ __device__ inline __half from_float<__half>(float x) {
   return __float2half_rn(x);
 }
 
+// 16 bytes of elements: one vector load or store where the address allows it. A thread takes
+// kUnroll packs per step, kIpcElementsPerThread elements.
+template <typename T>
+struct alignas(kIpcPackBytes) Pack {
+  static constexpr int kElements = static_cast<int>(kIpcPackBytes / sizeof(T));
+  static constexpr int kUnroll = kIpcElementsPerThread / kElements;
+  static constexpr size_t kStep = size_t{kThreads} * kUnroll;  // packs per block and step
+  T e[kElements];
+};
+
+// Loads and stores through L2 only (.cg), never the read-only or L1 path: peers' buffers change
+// during the kernel and between calls, and the data is streamed once.
+template <typename T>
+__device__ inline Pack<T> load(const T* at, bool aligned) {
+  Pack<T> p;
+  if (aligned) {
+    const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(at));
+    memcpy(&p, &raw, sizeof p);
+    return p;
+  }
+#pragma unroll
+  for (int k = 0; k < Pack<T>::kElements; ++k)
+    p.e[k] = __ldcg(at + k);
+  return p;
+}
+
+template <typename T>
+__device__ inline void store(T* at, const Pack<T>& p, bool aligned) {
+  if (aligned) {
+    uint4 raw;
+    memcpy(&raw, &p, sizeof raw);
+    __stcg(reinterpret_cast<uint4*>(at), raw);
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < Pack<T>::kElements; ++k)
+    __stcg(at + k, p.e[k]);
+}
+
 // Block `blockIdx.x` of this rank meets block `blockIdx.x` of every rank. Thread p < n signals
-// rank p and waits for rank p. On timeout it records p + 1 in *error and lets the block go on
-// (its results are then wrong, and the host reports the stuck peer instead of any figure).
-__device__ void barrier(const Peers& peers, int rank, int n, int which, uint32_t epoch,
-                        uint64_t timeout_ns, int* error) {
+// rank p and waits for rank p. The release store at system scope publishes the block's writes,
+// which __syncthreads ordered before it, to every GPU; the acquire load and the __syncthreads
+// after it make the peers' writes visible to the whole block. On timeout it records p + 1 in
+// *error and lets the block go on (its results are then wrong, and the host reports the stuck
+// peer instead of any figure).
+__device__ void barrier(const Call& c, int which) {
   __syncthreads();  // the block's writes before the signal
   const int p = static_cast<int>(threadIdx.x);
-  if (p < n) {
-    __threadfence_system();
+  if (p < c.n) {
     ::cuda::atomic_ref<uint32_t, ::cuda::thread_scope_system> signal(
-        *flag(peers.buffer[p], which, blockIdx.x, rank));
-    signal.store(epoch, ::cuda::memory_order_release);
+        *flag(c.buffer[p], which, blockIdx.x, c.rank));
+    signal.store(c.epoch, ::cuda::memory_order_release);
     ::cuda::atomic_ref<uint32_t, ::cuda::thread_scope_system> arrived(
-        *flag(peers.buffer[rank], which, blockIdx.x, p));
+        *flag(c.buffer[c.rank], which, blockIdx.x, p));
     const uint64_t start = global_ns();
-    while (arrived.load(::cuda::memory_order_acquire) != epoch) {
-      if (global_ns() - start > timeout_ns) {
-        atomicCAS(error, 0, p + 1);
+    while (arrived.load(::cuda::memory_order_acquire) != c.epoch) {
+      if (global_ns() - start > c.timeout_ns) {
+        atomicCAS(c.error, 0, p + 1);
         break;
       }
     }
@@ -86,71 +138,179 @@ __device__ void barrier(const Peers& peers, int rank, int n, int which, uint32_t
   __syncthreads();  // the peers' writes before anyone reads them
 }
 
+// Copies elements [first, first + len) from `from` to `to`, packs as the top of the file deals
+// them; pointers are element pointers of whole buffers.
 template <typename T>
-__device__ inline void copy_range(const T* __restrict__ from, T* __restrict__ to, size_t first,
-                                  size_t last) {
-  const size_t stride = static_cast<size_t>(kBlocks) * kThreads;
-  for (size_t i = first + blockIdx.x * kThreads + threadIdx.x; i < last; i += stride)
+__device__ void copy_range(const T* from, bool from_aligned, T* to, bool to_aligned, size_t first,
+                           size_t len) {
+  constexpr int W = Pack<T>::kElements, kUnroll = Pack<T>::kUnroll;
+  constexpr size_t kStep = Pack<T>::kStep;
+  const size_t packs = len / W;
+  for (size_t base = blockIdx.x * kStep + threadIdx.x; base < packs; base += gridDim.x * kStep) {
+    Pack<T> v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t j = base + u * kThreads;
+      if (j < packs) v[u] = load(from + first + j * W, from_aligned);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t j = base + u * kThreads;
+      if (j < packs) store(to + first + j * W, v[u], to_aligned);
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x < len % W) {
+    const size_t i = first + packs * W + threadIdx.x;
     to[i] = from[i];
+  }
 }
 
-// Sums element range [first, last) over every rank's buffer, in rank order.
+// Sums elements [first, first + len) over the n sources, in source order (rank order: every
+// rank adds alike, so all outputs are bitwise equal), in float, into `out` and, when not null,
+// `also` (an IPC buffer: aligned). Source `own` is the caller's input (its alignment is
+// in_aligned); the others are IPC buffers.
 template <typename T>
-__device__ inline void reduce_range(const Peers& peers, int n, size_t first, size_t last,
-                                    T* __restrict__ out, T* __restrict__ also) {
-  const size_t stride = static_cast<size_t>(kBlocks) * kThreads;
-  for (size_t i = first + blockIdx.x * kThreads + threadIdx.x; i < last; i += stride) {
-    float sum = 0;
-    for (int p = 0; p < n; ++p)
-      sum += to_float(data<T>(peers.buffer[p])[i]);
-    const T v = from_float<T>(sum);
+__device__ void reduce_range(const Call& c, const T* const* source, int own, size_t first,
+                             size_t len, T* out, T* also) {
+  constexpr int W = Pack<T>::kElements, kUnroll = Pack<T>::kUnroll;
+  constexpr size_t kStep = Pack<T>::kStep;
+  const size_t packs = len / W;
+  for (size_t base = blockIdx.x * kStep + threadIdx.x; base < packs; base += gridDim.x * kStep) {
+    float sum[kUnroll][W] = {};
+    // One source at a time (not unrolled: the registers hold one source's packs and the sums).
+#pragma unroll 1
+    for (int p = 0; p < c.n; ++p) {
+      const bool aligned = p != own || c.in_aligned;
+      Pack<T> v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const size_t j = base + u * kThreads;
+        if (j < packs) v[u] = load(source[p] + first + j * W, aligned);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+        for (int k = 0; k < W; ++k)
+          sum[u][k] = p == 0 ? to_float(v[u].e[k]) : sum[u][k] + to_float(v[u].e[k]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t j = base + u * kThreads;
+      if (j >= packs) continue;
+      Pack<T> r;
+#pragma unroll
+      for (int k = 0; k < W; ++k)
+        r.e[k] = from_float<T>(sum[u][k]);
+      store(out + first + j * W, r, c.out_aligned);
+      if (also != nullptr) store(also + first + j * W, r, true);
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x < len % W) {
+    const size_t i = first + packs * W + threadIdx.x;
+    float s = to_float(source[0][i]);
+    for (int p = 1; p < c.n; ++p)
+      s += to_float(source[p][i]);
+    const T v = from_float<T>(s);
     out[i] = v;
     if (also != nullptr) also[i] = v;
   }
 }
 
+// The n sources of a reduction: this rank's input, the peers' IPC buffers.
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    one_shot(Peers peers, int rank, int n, const T* in, T* out, size_t count, uint32_t epoch,
-             uint64_t timeout_ns, int* error) {
-  copy_range(in, data<T>(peers.buffer[rank]), 0, count);
-  barrier(peers, rank, n, 0, epoch, timeout_ns, error);
-  reduce_range<T>(peers, n, 0, count, out, nullptr);
-  barrier(peers, rank, n, 1, epoch, timeout_ns, error);  // nobody reads this buffer after it
+__device__ inline void sources(const Call& c, const T* in, const T* (&out)[kMaxIpcRanks]) {
+  for (int p = 0; p < c.n; ++p)
+    out[p] = p == c.rank ? in : data<T>(c.buffer[p]);
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    two_shot(Peers peers, Segments seg, int rank, int n, const T* in, T* out, uint32_t epoch,
-             uint64_t timeout_ns, int* error) {
-  T* mine = data<T>(peers.buffer[rank]);
-  for (int s = 0; s < n; ++s)
-    copy_range(in, mine, seg.first[s], seg.first[s + 1]);
-  barrier(peers, rank, n, 0, epoch, timeout_ns, error);
-  // Reduce-scatter: this rank's segment from everyone, into its buffer and its output.
-  reduce_range<T>(peers, n, seg.first[rank], seg.first[rank + 1], mine, out);
-  barrier(peers, rank, n, 1, epoch, timeout_ns, error);
-  // All-gather: the other ranks' reduced segments.
-  for (int p = 0; p < n; ++p) {
-    if (p != rank) copy_range(data<T>(peers.buffer[p]), out, seg.first[p], seg.first[p + 1]);
+__global__ void __launch_bounds__(kThreads, 2) one_shot(Call c, const T* in, T* out, size_t count) {
+  T* mine = data<T>(c.buffer[c.rank]);
+  if (c.n > 1) copy_range(in, c.in_aligned, mine, true, 0, count);  // for the peers to read
+  barrier(c, 0);
+  const T* src[kMaxIpcRanks];
+  sources(c, in, src);
+  reduce_range<T>(c, src, c.rank, 0, count, out, nullptr);
+  barrier(c, 1);  // nobody reads this buffer after it
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 2) two_shot(Call c, Segments seg, const T* in, T* out) {
+  T* mine = data<T>(c.buffer[c.rank]);
+  // The segments the peers reduce; this rank's own it reads from its input.
+  for (int s = 0; s < c.n; ++s) {
+    if (s != c.rank) {
+      copy_range(in, c.in_aligned, mine, true, seg.first[s], seg.first[s + 1] - seg.first[s]);
+    }
   }
-  barrier(peers, rank, n, 2, epoch, timeout_ns, error);
+  barrier(c, 0);
+  // Reduce-scatter: this rank's segment from everyone, into its output and, for the peers to
+  // gather, its buffer.
+  const T* src[kMaxIpcRanks];
+  sources(c, in, src);
+  const size_t first = seg.first[c.rank];
+  reduce_range<T>(c, src, c.rank, first, seg.first[c.rank + 1] - first, out,
+                  c.n > 1 ? mine : nullptr);
+  barrier(c, 1);
+  // All-gather: the other ranks' reduced segments.
+  for (int p = 0; p < c.n; ++p) {
+    if (p != c.rank) {
+      copy_range(data<T>(c.buffer[p]), true, out, c.out_aligned, seg.first[p],
+                 seg.first[p + 1] - seg.first[p]);
+    }
+  }
+  barrier(c, 2);
 }
 
 template <typename T>
-void launch(IpcAlgorithm a, const Peers& peers, const Segments& seg, int rank, int n,
-            const void* in, void* out, size_t count, uint32_t epoch, uint64_t timeout_ns,
-            int* error, cudaStream_t stream) {
+void launch(IpcAlgorithm a, const Call& c, const Segments& seg, int blocks, const void* in,
+            void* out, size_t count, cudaStream_t stream) {
   const T* src = static_cast<const T*>(in);
   T* dst = static_cast<T*>(out);
   if (a == IpcAlgorithm::kOneShot) {
-    one_shot<T><<<kBlocks, kThreads, 0, stream>>>(peers, rank, n, src, dst, count, epoch,
-                                                  timeout_ns, error);
+    one_shot<T><<<blocks, kThreads, 0, stream>>>(c, src, dst, count);
   } else {
-    two_shot<T>
-        <<<kBlocks, kThreads, 0, stream>>>(peers, seg, rank, n, src, dst, epoch, timeout_ns, error);
+    two_shot<T><<<blocks, kThreads, 0, stream>>>(c, seg, src, dst);
   }
   CUDA_TRY(cudaGetLastError());
+}
+
+// The fewest blocks of kThreads any of the kernels keeps resident on one SM of this GPU.
+int resident_blocks_per_sm() {
+  int least = 0;
+  auto take = [&least](const void* kernel) {
+    int blocks = 0;
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, 0));
+    least = least == 0 ? blocks : std::min(least, blocks);
+  };
+  take(reinterpret_cast<const void*>(&one_shot<float>));
+  take(reinterpret_cast<const void*>(&one_shot<__nv_bfloat16>));
+  take(reinterpret_cast<const void*>(&one_shot<__half>));
+  take(reinterpret_cast<const void*>(&two_shot<float>));
+  take(reinterpret_cast<const void*>(&two_shot<__nv_bfloat16>));
+  take(reinterpret_cast<const void*>(&two_shot<__half>));
+  return least;
+}
+
+// This rank's GPU and how many blocks it keeps resident, as "<resident> <PCI bus id>".
+std::string describe_gpu() {
+  int device = 0, sms = 0;
+  CUDA_TRY(cudaGetDevice(&device));
+  CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  char bus[64] = {};
+  CUDA_TRY(cudaDeviceGetPCIBusId(bus, sizeof bus, device));
+  return fmt::format("{} {}", sms * resident_blocks_per_sm(), bus);
+}
+
+// The grid cap of every rank, from every rank's describe_gpu(): the same on all.
+int agree_on_cap(workers::Communicator& comm) {
+  std::vector<IpcRankGpu> ranks;
+  for (const std::string& d : comm.allgather(describe_gpu())) {
+    const size_t space = d.find(' ');
+    ranks.push_back({d.substr(space + 1), std::stoi(d.substr(0, space))});
+  }
+  return ipc_block_cap(ranks);
 }
 
 __global__ void count_differences(const unsigned char* a, const unsigned char* b, size_t bytes,
@@ -161,6 +321,10 @@ __global__ void count_differences(const unsigned char* a, const unsigned char* b
        i += stride)
     mine += a[i] != b[i];
   if (mine != 0) atomicAdd(counter, mine);
+}
+
+bool aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % kIpcPackBytes == 0;
 }
 
 }  // namespace
@@ -186,6 +350,7 @@ IpcAllReduce::IpcAllReduce(workers::Communicator& comm, size_t max_bytes,
       ranks_(comm.size()),
       max_bytes_(max_bytes),
       timeout_ns_(static_cast<uint64_t>(timeout.count() * 1e9)),
+      grid_cap_(agree_on_cap(comm)),
       buffer_(kFlagBytes + padded_bytes(max_bytes, 1, kLine)),
       error_(sizeof(int), -1) {
   if (ranks_ < 1 || ranks_ > kMaxIpcRanks) {
@@ -210,9 +375,16 @@ void IpcAllReduce::run(IpcAlgorithm a, const void* in, void* out, size_t count, 
                     "half up to {} bytes",
                     count, to_string(t), max_bytes_));
   }
-  Peers peers{};
+  Call c{};
   for (int r = 0; r < ranks_; ++r)
-    peers.buffer[r] = static_cast<char*>(peers_->at(r));
+    c.buffer[r] = static_cast<char*>(peers_->at(r));
+  c.rank = rank_;
+  c.n = ranks_;
+  c.epoch = ++epoch_;
+  c.timeout_ns = timeout_ns_;
+  c.error = static_cast<int*>(error_.get());
+  c.in_aligned = aligned(in);
+  c.out_aligned = aligned(out);
   // The two-shot split of the last size, kept: a sweep calls run() many times per size.
   if (a == IpcAlgorithm::kTwoShot && (count != planned_count_ || element != planned_element_)) {
     const std::vector<Segment> plan = two_shot_segments(count, element, ranks_, kLine);
@@ -224,20 +396,16 @@ void IpcAllReduce::run(IpcAlgorithm a, const void* in, void* out, size_t count, 
   }
   Segments seg{};
   std::copy(segment_first_.begin(), segment_first_.end(), seg.first);
-  ++epoch_;
-  int* error = static_cast<int*>(error_.get());
+  const int blocks = ipc_grid_blocks(count, grid_cap_);
   switch (t) {
     case DataType::kFloat32:
-      launch<float>(a, peers, seg, rank_, ranks_, in, out, count, epoch_, timeout_ns_, error,
-                    stream);
+      launch<float>(a, c, seg, blocks, in, out, count, stream);
       break;
     case DataType::kBfloat16:
-      launch<__nv_bfloat16>(a, peers, seg, rank_, ranks_, in, out, count, epoch_, timeout_ns_,
-                            error, stream);
+      launch<__nv_bfloat16>(a, c, seg, blocks, in, out, count, stream);
       break;
     default:
-      launch<__half>(a, peers, seg, rank_, ranks_, in, out, count, epoch_, timeout_ns_, error,
-                     stream);
+      launch<__half>(a, c, seg, blocks, in, out, count, stream);
       break;
   }
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "probes/base/error.hpp"
@@ -59,6 +61,49 @@ std::vector<Segment> two_shot_segments(size_t elements, size_t element_bytes, in
     next += out[r].elements;
   }
   return out;
+}
+
+int ipc_grid_blocks(size_t elements, int cap) {
+  if (cap < 1 || cap > kMaxIpcBlocks) {
+    throw usage_error(
+        fmt::format("IPC grid: a cap of {} blocks; takes 1 to {}", cap, kMaxIpcBlocks));
+  }
+  constexpr size_t step = size_t{kIpcThreads} * kIpcElementsPerThread;
+  const size_t steps = elements / step + (elements % step != 0 ? 1 : 0);
+  return static_cast<int>(std::clamp<size_t>(steps, 1, static_cast<size_t>(cap)));
+}
+
+int ipc_block_cap(const std::vector<IpcRankGpu>& ranks) {
+  if (ranks.empty()) throw usage_error("IPC grid cap: no ranks");
+  std::map<std::string, int> sharing;
+  for (const IpcRankGpu& r : ranks)
+    ++sharing[r.gpu];
+  int cap = kMaxIpcBlocks;
+  for (const IpcRankGpu& r : ranks) {
+    if (r.resident_blocks < 1) {
+      throw usage_error(
+          fmt::format("IPC grid cap: GPU {} keeps {} blocks resident", r.gpu, r.resident_blocks));
+    }
+    cap = std::min(cap, std::max(1, r.resident_blocks / sharing[r.gpu]));
+  }
+  return cap;
+}
+
+double ipc_kernel_bytes(IpcAlgorithm algorithm, size_t bytes, int ranks) {
+  if (ranks < 1 || ranks > kMaxPlannedRanks) {
+    throw usage_error(
+        fmt::format("IPC kernel bytes at {} ranks: takes 1 to {}", ranks, kMaxPlannedRanks));
+  }
+  const double n = ranks;
+  const double per_rank = static_cast<double>(bytes);
+  if (ranks == 1) return 2 * per_rank;
+  if (algorithm == IpcAlgorithm::kOneShot) return (n + 3) * per_rank;
+  return (5 - 2 / n) * per_rank;
+}
+
+std::optional<double> kernel_gbps(double bytes, double us) {
+  if (!(us > 0)) return std::nullopt;
+  return bytes / (us * 1e3);  // bytes per us is 1e6 bytes/s; / 1e3 makes it 1e9
 }
 
 }  // namespace commtool::tracing

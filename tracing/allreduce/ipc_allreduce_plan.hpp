@@ -1,6 +1,7 @@
 // The host-side arithmetic of commtool's CUDA-IPC all-reduce (ipc_allreduce.hpp): how two-shot
-// splits a buffer between ranks, how large a buffer to allocate, and where flags live. Pure, so
-// the rules the kernels rely on are unit-tested on the CPU.
+// splits a buffer between ranks, how large a buffer to allocate, where flags live, how large a
+// grid a call launches, and how many bytes its kernel reads and writes. Pure, so the rules the
+// kernels rely on are unit-tested on the CPU.
 //
 // Two-shot split. Rank r reduces segment r of every rank's buffer, then every rank gathers the
 // others' segments. Each segment starts on an `align_bytes` boundary counted from the start of
@@ -20,9 +21,13 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace commtool::tracing {
+
+enum class IpcAlgorithm { kOneShot, kTwoShot };
 
 // 128 bytes: the cache line of NVIDIA GPUs (CUDA C++ Programming Guide, device memory
 // accesses). Also what keeps two flags, or a flag and data, from sharing a line, so a store to
@@ -63,5 +68,61 @@ constexpr size_t flag_offset(int rank, int slot, int slots, size_t line_bytes = 
 constexpr size_t flag_region_bytes(int ranks, int slots, size_t line_bytes = kIpcAlignBytes) {
   return line_bytes * static_cast<size_t>(ranks) * static_cast<size_t>(slots);
 }
+
+// ---- grid -----------------------------------------------------------------------------------
+//
+// The kernels move data in packs of kIpcPackBytes (one 16-byte vector load or store per thread,
+// the widest a thread can issue) and deal a range's packs to blocks in steps: per step a thread
+// takes kIpcElementsPerThread elements (4 packs of float, 2 of 16-bit types: as many float sums
+// as fit its registers at two blocks per SM), and has those packs' loads in flight at once. A
+// call launches one block per step of its whole buffer, at least 1 and at most the cap the ranks
+// agreed on: small sizes then pay for no idle blocks (nor their flag waits), large ones fill the
+// GPU. The grid depends only on the element count and the cap, so it is the same on every rank,
+// which the per-block barriers need.
+inline constexpr int kIpcThreads = 512;
+inline constexpr int kIpcElementsPerThread = 16;
+inline constexpr size_t kIpcPackBytes = 16;
+// The flag region holds lines for this many blocks; a cap above it is lowered to it.
+inline constexpr int kMaxIpcBlocks = 1024;
+
+// Blocks of a call over `elements` per rank: ceil(elements / (kIpcThreads *
+// kIpcElementsPerThread)), within [1, cap]. Throws usage_error for a cap outside
+// 1..kMaxIpcBlocks.
+int ipc_grid_blocks(size_t elements, int cap);
+
+// What a rank's GPU can hold at once: its GPU (PCI bus id) and how many of the kernels' blocks
+// it keeps resident (SMs x blocks per SM, the least over the kernels).
+struct IpcRankGpu {
+  std::string gpu;
+  int resident_blocks = 0;
+};
+
+// The grid cap every rank uses: the least over ranks of resident_blocks divided by the number of
+// ranks on that rank's GPU (ranks sharing a GPU may run at once, under MPS), at least 1, at most
+// kMaxIpcBlocks. With every block resident at once no block waits on a peer block that cannot
+// start because the waiting ones hold the GPU. Throws usage_error for no ranks or a rank
+// without resident blocks.
+int ipc_block_cap(const std::vector<IpcRankGpu>& ranks);
+
+// ---- traffic --------------------------------------------------------------------------------
+//
+// Bytes one rank's kernel reads plus writes in one all-reduce of `bytes` per rank at `ranks`
+// ranks (N = bytes, n = ranks), counted in the kernel's own loads and stores, flags left out:
+//  - one rank, either algorithm: 2N. It reads its input and writes its output; no peer reads its
+//    IPC buffer, so nothing is copied there.
+//  - one-shot, n > 1: (n + 3)N. Input to IPC buffer (N read, N written), then n inputs read (its
+//    own from the input, n - 1 from peers' buffers) and the output written.
+//  - two-shot, n > 1: (5 - 2/n)N, the mean over ranks (segments differ by at most one
+//    kIpcAlignBytes unit). Input to IPC buffer but the own segment ((n-1)/n N read and written);
+//    the own segment from n ranks (N read) to output and IPC buffer (2N/n written); the other
+//    segments from peers to output ((n-1)/n N read and written).
+// At n > 1 the reads from peers cross the link between GPUs (or land on the same memory when
+// ranks share a GPU), so kernel bytes / time is the kernel's traffic rate, not a DRAM or link
+// rate. Throws usage_error for ranks outside 1..kMaxPlannedRanks.
+double ipc_kernel_bytes(IpcAlgorithm algorithm, size_t bytes, int ranks);
+
+// GB/s (1e9 bytes/s) of `bytes` moved in `us` microseconds; nullopt for a time that is not
+// positive (no rate can be claimed from it).
+std::optional<double> kernel_gbps(double bytes, double us);
 
 }  // namespace commtool::tracing

@@ -52,6 +52,72 @@ std::vector<unsigned char> reference(DataType t, int ranks, uint64_t count, uint
   return out;
 }
 
+IpcLayout layout_named(const std::string& name) {
+  for (IpcLayout l :
+       {IpcLayout::kAligned, IpcLayout::kOffset, IpcLayout::kMixed, IpcLayout::kInPlace}) {
+    if (name == to_string(l)) return l;
+  }
+  throw usage_error(fmt::format("IPC check layout \"{}\": not one the check knows", name));
+}
+
+// This rank's input and output for `layout` within allocations `in` and `out` (one element
+// longer than any buffer asked).
+std::pair<unsigned char*, unsigned char*> place(IpcLayout layout, int rank, size_t element,
+                                                const cuda::DeviceBuffer& in,
+                                                const cuda::DeviceBuffer& out) {
+  auto* i = static_cast<unsigned char*>(in.get());
+  auto* o = static_cast<unsigned char*>(out.get());
+  const bool offset =
+      layout == IpcLayout::kOffset || (layout == IpcLayout::kMixed && rank % 2 == 1);
+  if (offset) return {i + element, o + element};
+  return {i, layout == IpcLayout::kInPlace ? i : o};
+}
+
+// One case: `repeats` calls with new data each; returns {wrong elements, ranks agree}.
+std::pair<uint64_t, bool> check_case(workers::WorkerContext& ctx, IpcAllReduce& ar, IpcAlgorithm a,
+                                     DataType t, uint64_t count, IpcLayout layout, int repeats,
+                                     uint32_t& seed, const cuda::DeviceBuffer& in_buffer,
+                                     const cuda::DeviceBuffer& out_buffer) {
+  cuda::Stream stream;
+  cuda::Event done;
+  const size_t e = type_size(t), bytes = count * e;
+  std::vector<unsigned char> host(bytes), got(bytes);
+  const auto [in, out] = place(layout, ctx.rank, e, in_buffer, out_buffer);
+  uint64_t wrong = 0;
+  bool agree = true;
+  for (int k = 0; k < repeats; ++k, ++seed) {
+    for (uint64_t i = 0; i < count; ++i)
+      store(t, ipc_input_value(ctx.rank, i, seed), host.data() + i * e);
+    CUDA_TRY(cudaMemcpy(in, host.data(), bytes, cudaMemcpyHostToDevice));
+    // Poison: a skipped element is wrong (in place the input stands in for it, which at
+    // more than one rank differs from the sum).
+    if (out != in) CUDA_TRY(cudaMemset(out, 0xff, bytes));
+    CUDA_TRY(cudaDeviceSynchronize());
+    ctx.comm.barrier();
+    ar.run(a, in, out, count, t, stream.get());
+    CUDA_TRY(cudaEventRecord(done.get(), stream.get()));
+    CUDA_TRY(cudaEventSynchronize(done.get()));  // the kernel's waits are bounded
+    if (const int peer = ar.timed_out_peer(); peer >= 0) {
+      throw Error(ExitCode::kTimeout,
+                  fmt::format("rank {}: {} of {} elements: rank {} never reached the "
+                              "barrier within {:.1f} s",
+                              ctx.rank, to_string(a), count, peer, ctx.timeout.count()));
+    }
+    CUDA_TRY(cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost));
+    const std::vector<unsigned char> ref = reference(t, ctx.size, count, seed);
+    for (uint64_t i = 0; i < count; ++i)
+      wrong += std::memcmp(got.data() + i * e, ref.data() + i * e, e) != 0;
+    // Bitwise agreement across ranks, through a digest of the output.
+    uint64_t digest = 1469598103934665603ull;
+    for (size_t b = 0; b < bytes; ++b)
+      digest = (digest ^ got[b]) * 1099511628211ull;
+    const std::vector<std::string> all = ctx.comm.allgather(std::to_string(digest));
+    for (const std::string& d : all)
+      agree = agree && d == all.front();
+  }
+  return {wrong, agree};
+}
+
 json run_check(workers::WorkerContext& ctx, const json& task) {
   CUDA_TRY(cudaSetDevice(ctx.device));
   const auto counts = task.at("counts").get<std::vector<uint64_t>>();
@@ -59,58 +125,31 @@ json run_check(workers::WorkerContext& ctx, const json& task) {
   std::vector<DataType> dtypes;
   for (const json& d : task.at("dtypes"))
     dtypes.push_back(*parse_data_type(d.get<std::string>()));
+  std::vector<IpcLayout> layouts;
+  for (const json& l : task.at("layouts"))
+    layouts.push_back(layout_named(l.get<std::string>()));
   uint64_t max_bytes = 1;
   for (uint64_t c : counts)
     max_bytes = std::max<uint64_t>(max_bytes, c * 4);
 
   IpcAllReduce ar(ctx.comm, max_bytes, ctx.timeout);
-  cuda::DeviceBuffer in(max_bytes), out(max_bytes);
-  cuda::Stream stream;
-  cuda::Event done;
-  std::vector<unsigned char> host(max_bytes), got(max_bytes);
+  const cuda::DeviceBuffer in(max_bytes + 4), out(max_bytes + 4);  // room for an offset
   json cases = json::array();
   uint32_t seed = 1;
   for (IpcAlgorithm a : {IpcAlgorithm::kOneShot, IpcAlgorithm::kTwoShot}) {
     for (DataType t : dtypes) {
-      for (uint64_t count : counts) {
-        const size_t bytes = count * type_size(t);
-        uint64_t wrong = 0;
-        bool agree = true;
-        for (int k = 0; k < repeats; ++k, ++seed) {
-          for (uint64_t i = 0; i < count; ++i)
-            store(t, ipc_input_value(ctx.rank, i, seed), host.data() + i * type_size(t));
-          CUDA_TRY(cudaMemcpy(in.get(), host.data(), bytes, cudaMemcpyHostToDevice));
-          CUDA_TRY(cudaMemset(out.get(), 0xff, bytes));  // poison: a skipped element is wrong
-          CUDA_TRY(cudaDeviceSynchronize());
-          ctx.comm.barrier();
-          ar.run(a, in.get(), out.get(), count, t, stream.get());
-          CUDA_TRY(cudaEventRecord(done.get(), stream.get()));
-          CUDA_TRY(cudaEventSynchronize(done.get()));  // the kernel's waits are bounded
-          if (const int peer = ar.timed_out_peer(); peer >= 0) {
-            throw Error(ExitCode::kTimeout,
-                        fmt::format("rank {}: {} of {} elements: rank {} never reached the "
-                                    "barrier within {:.1f} s",
-                                    ctx.rank, to_string(a), count, peer, ctx.timeout.count()));
-          }
-          CUDA_TRY(cudaMemcpy(got.data(), out.get(), bytes, cudaMemcpyDeviceToHost));
-          const std::vector<unsigned char> ref = reference(t, ctx.size, count, seed);
-          const size_t e = type_size(t);
-          for (uint64_t i = 0; i < count; ++i)
-            wrong += std::memcmp(got.data() + i * e, ref.data() + i * e, e) != 0;
-          // Bitwise agreement across ranks, through a digest of the output.
-          uint64_t digest = 1469598103934665603ull;
-          for (size_t b = 0; b < bytes; ++b)
-            digest = (digest ^ got[b]) * 1099511628211ull;
-          const std::vector<std::string> all = ctx.comm.allgather(std::to_string(digest));
-          for (const std::string& d : all)
-            agree = agree && d == all.front();
+      for (IpcLayout layout : layouts) {
+        for (uint64_t count : counts) {
+          const auto [wrong, agree] =
+              check_case(ctx, ar, a, t, count, layout, repeats, seed, in, out);
+          cases.push_back({{"algorithm", to_string(a)},
+                           {"dtype", to_string(t)},
+                           {"layout", to_string(layout)},
+                           {"count", count},
+                           {"repeats", repeats},
+                           {"wrong", wrong},
+                           {"ranks_agree", agree}});
         }
-        cases.push_back({{"algorithm", to_string(a)},
-                         {"dtype", to_string(t)},
-                         {"count", count},
-                         {"repeats", repeats},
-                         {"wrong", wrong},
-                         {"ranks_agree", agree}});
       }
     }
   }
@@ -315,12 +354,32 @@ void register_ipc_allreduce_tasks() {
   workers::register_task(kIpcTimeTask, run_time);
 }
 
+const char* to_string(IpcLayout l) {
+  switch (l) {
+    case IpcLayout::kAligned:
+      return "aligned";
+    case IpcLayout::kOffset:
+      return "offset";
+    case IpcLayout::kMixed:
+      return "mixed";
+    case IpcLayout::kInPlace:
+      return "in-place";
+  }
+  return "?";
+}
+
 std::vector<IpcCheckCase> check_ipc_allreduce(const IpcCheckRequest& q) {
   json dtypes = json::array();
   for (DataType t : q.dtypes)
     dtypes.push_back(to_string(t));
-  const json task = {
-      {"name", kIpcCheckTask}, {"counts", q.counts}, {"dtypes", dtypes}, {"repeats", q.repeats}};
+  json layouts = json::array();
+  for (IpcLayout l : q.layouts)
+    layouts.push_back(to_string(l));
+  const json task = {{"name", kIpcCheckTask},
+                     {"counts", q.counts},
+                     {"dtypes", dtypes},
+                     {"layouts", layouts},
+                     {"repeats", q.repeats}};
   const std::vector<json> results = workers::run_workers_or_throw(
       q.executable, specs_for(q.devices), task, std::chrono::duration<double>(q.timeout_s));
   std::vector<IpcCheckCase> out;
@@ -333,6 +392,7 @@ std::vector<IpcCheckCase> check_ipc_allreduce(const IpcCheckRequest& q) {
       o.algorithm = algorithm_named(c.at("algorithm"));
       o.dtype = *parse_data_type(c.at("dtype").get<std::string>());
       o.count = c.at("count").get<uint64_t>();
+      o.layout = layout_named(c.at("layout").get<std::string>());
       o.repeats = c.at("repeats").get<int>();
       o.wrong += c.at("wrong").get<uint64_t>();
       o.ranks_agree = o.ranks_agree && c.at("ranks_agree").get<bool>();

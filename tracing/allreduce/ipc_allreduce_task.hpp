@@ -1,7 +1,8 @@
 // Worker tasks of the IPC all-reduce. "ipc-allreduce-check" runs both algorithms on random data
-// at every size and type asked, several times back to back with new data each time (a stale
-// flag or a missing barrier then shows as a wrong result), and counts, per case, the elements
-// that differ from the float64 reference and whether every rank's output is bitwise the same.
+// at every size, type and buffer layout asked, several times back to back with new data each
+// time (a stale flag or a missing barrier then shows as a wrong result), and counts, per case,
+// the elements that differ from the float64 reference and whether every rank's output is
+// bitwise the same.
 // The launcher side is check_ipc_allreduce(); GPU tests and `diagnose allreduce` use it.
 #pragma once
 
@@ -22,10 +23,22 @@ void register_ipc_allreduce_tasks();
 // float hold exactly too: k/256 for k in [-255, 255], from (rank, index, seed).
 double ipc_input_value(int rank, uint64_t index, uint32_t seed);
 
+// Where a rank's input and output lie. The kernels move 16 bytes per access only where both
+// are 16-byte aligned, yet must hand every element to the same block on every rank whatever
+// each rank's layout, so the check runs them all, and mixed across ranks.
+enum class IpcLayout {
+  kAligned,  // input and output at the start of their allocations
+  kOffset,   // both one element past it: no 16-byte access there
+  kMixed,    // odd ranks offset, even ranks aligned
+  kInPlace,  // output is the input
+};
+const char* to_string(IpcLayout l);  // "aligned", "offset", "mixed", "in-place"
+
 struct IpcCheckCase {
   IpcAlgorithm algorithm;
   DataType dtype;
   uint64_t count;
+  IpcLayout layout = IpcLayout::kAligned;
   int repeats = 0;
   uint64_t wrong = 0;       // elements differing from the reference, summed over ranks
   bool ranks_agree = true;  // every rank's output bitwise equal to rank 0's
@@ -36,6 +49,7 @@ struct IpcCheckRequest {
   std::vector<int> devices;  // CUDA ordinal per rank: several ranks may share one GPU
   std::vector<uint64_t> counts;
   std::vector<DataType> dtypes;
+  std::vector<IpcLayout> layouts = {IpcLayout::kAligned};
   int repeats = 3;
   double timeout_s = 30;
 };

@@ -149,12 +149,14 @@ std::string ipc_not_applicable(const AllReduceSweepRequest& r, int nranks) {
   return "";
 }
 
-AllReducePoint ipc_point(const IpcTimedSize& s, int nranks) {
+AllReducePoint ipc_point(IpcAlgorithm a, const IpcTimedSize& s, int nranks) {
   AllReducePoint p;
   p.bytes = s.bytes;
   p.time_us = measure::summarize(s.slowest_us);
   p.busbw_gbps =
       busbw_gbps(Collective::kAllReduce, nranks, static_cast<double>(s.bytes), p.time_us.median);
+  p.kernel_bytes = ipc_kernel_bytes(a, s.bytes, nranks);
+  if (p.time_us.n > 0) p.kernel_gbps = kernel_gbps(*p.kernel_bytes, p.time_us.median);
   if (s.wrong_bytes != 0) {
     p.status = Status::kFailedVerification;
     p.reason = fmt::format("{} wrong byte(s) over {} calls", s.wrong_bytes, s.slowest_us.size());
@@ -192,7 +194,7 @@ std::vector<AllReducePath> ipc_paths(const AllReduceSweepRequest& r,
   }
   for (size_t k = 0; k < timed.size(); ++k) {
     for (const IpcTimedSize& s : timed[k].sizes)
-      out[k].points.push_back(ipc_point(s, nranks));
+      out[k].points.push_back(ipc_point(timed[k].algorithm, s, nranks));
   }
   return out;
 }

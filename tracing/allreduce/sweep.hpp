@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,12 @@ struct AllReducePoint {
   measure::Summary time_us;  // per operation; n, median, min and max are used
   double busbw_gbps = 0;     // nccl-tests' busbw at the median
   NcclChoice nccl_ran;       // NCCL paths: what NCCL's profiler plugin saw it run
-  std::string reason;        // why not ok: "12 wrong elements", "ncclInvalidUsage", "no P2P ..."
+  // IPC paths: the bytes one rank's kernel reads plus writes per call (ipc_kernel_bytes in
+  // ipc_allreduce_plan.hpp says which) and their rate at the median time, in GB/s. Empty for
+  // NCCL paths, and the rate for a point without samples.
+  std::optional<double> kernel_bytes;
+  std::optional<double> kernel_gbps;
+  std::string reason;  // why not ok: "12 wrong elements", "ncclInvalidUsage", "no P2P ..."
 };
 
 struct AllReducePath {
