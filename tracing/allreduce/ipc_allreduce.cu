@@ -1,11 +1,12 @@
 // The kernels of ipc_allreduce.hpp: one launch per call, of ipc_grid_blocks() blocks of
 // kIpcThreads threads on every rank. A phase covers an element range; the range is cut into
-// packs of 16 bytes counted from its start, pack j belongs to block (j / step) % gridDim.x and
-// thread j % kThreads (step = kThreads * Pack<T>::kUnroll packs), and the range's last partial
-// pack to block 0. That holds on every rank and in every phase, whatever the alignment of the
-// caller's input and output (those only choose between one 16-byte access and one access per
-// element), which is what lets each barrier be per block. Ranges start on kIpcAlignBytes in the
-// IPC buffers, so their packs are aligned there.
+// packs of 16 bytes counted from its start, block b takes the b-th of gridDim.x runs of
+// consecutive packs of equal length (block_packs(): every block ends its phase together), its
+// threads taking consecutive packs, kUnroll at a time, and the range's last partial pack goes to
+// block 0. That holds on every rank and in every phase, whatever the alignment of the caller's
+// input and output (those only choose between one 16-byte access and one access per element),
+// which is what lets each barrier be per block. Ranges start on kIpcAlignBytes in the IPC
+// buffers, so their packs are aligned there.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <fmt/format.h>
@@ -83,6 +84,16 @@ struct alignas(kIpcPackBytes) Pack {
   T e[kElements];
 };
 
+// This block's packs of a range of `packs`: [first, last).
+struct BlockPacks {
+  size_t first, last;
+};
+__device__ inline BlockPacks block_packs(size_t packs) {
+  const size_t per = (packs + gridDim.x - 1) / gridDim.x;
+  const size_t first = min(packs, blockIdx.x * per);
+  return {first, min(packs, first + per)};
+}
+
 // Loads and stores through L2 only (.cg), never the read-only or L1 path: peers' buffers change
 // during the kernel and between calls, and the data is streamed once.
 template <typename T>
@@ -113,12 +124,16 @@ __device__ inline void store(T* at, const Pack<T>& p, bool aligned) {
 }
 
 // Block `blockIdx.x` of this rank meets block `blockIdx.x` of every rank. Thread p < n signals
-// rank p and waits for rank p. The release store at system scope publishes the block's writes,
+// rank p and waits for rank p. At one rank there is nobody to meet and no data any other block
+// or rank reads (nothing is copied into the IPC buffer), so it returns at once: a rank's fences
+// and flag round trip against itself cost about 1.1 us per barrier on the H200 (2026-12-04) and
+// would order nothing. The release store at system scope publishes the block's writes,
 // which __syncthreads ordered before it, to every GPU; the acquire load and the __syncthreads
 // after it make the peers' writes visible to the whole block. On timeout it records p + 1 in
 // *error and lets the block go on (its results are then wrong, and the host reports the stuck
 // peer instead of any figure).
 __device__ void barrier(const Call& c, int which) {
+  if (c.n == 1) return;
   __syncthreads();  // the block's writes before the signal
   const int p = static_cast<int>(threadIdx.x);
   if (p < c.n) {
@@ -146,17 +161,18 @@ __device__ void copy_range(const T* from, bool from_aligned, T* to, bool to_alig
   constexpr int W = Pack<T>::kElements, kUnroll = Pack<T>::kUnroll;
   constexpr size_t kStep = Pack<T>::kStep;
   const size_t packs = len / W;
-  for (size_t base = blockIdx.x * kStep + threadIdx.x; base < packs; base += gridDim.x * kStep) {
+  const BlockPacks mine = block_packs(packs);
+  for (size_t base = mine.first + threadIdx.x; base < mine.last; base += kStep) {
     Pack<T> v[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const size_t j = base + u * kThreads;
-      if (j < packs) v[u] = load(from + first + j * W, from_aligned);
+      if (j < mine.last) v[u] = load(from + first + j * W, from_aligned);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const size_t j = base + u * kThreads;
-      if (j < packs) store(to + first + j * W, v[u], to_aligned);
+      if (j < mine.last) store(to + first + j * W, v[u], to_aligned);
     }
   }
   if (blockIdx.x == 0 && threadIdx.x < len % W) {
@@ -165,27 +181,36 @@ __device__ void copy_range(const T* from, bool from_aligned, T* to, bool to_alig
   }
 }
 
-// Sums elements [first, first + len) over the n sources, in source order (rank order: every
-// rank adds alike, so all outputs are bitwise equal), in float, into `out` and, when not null,
-// `also` (an IPC buffer: aligned). Source `own` is the caller's input (its alignment is
-// in_aligned); the others are IPC buffers.
+// Rank p's contribution: this rank's own from its input `in`, the peers' from their IPC buffers.
+// Read from the kernel's parameters in place (__grid_constant__): copying the call to the
+// thread's stack to index it would cost every thread a local-memory store and load.
 template <typename T>
-__device__ void reduce_range(const Call& c, const T* const* source, int own, size_t first,
-                             size_t len, T* out, T* also) {
+__device__ inline const T* source(const Call& c, const T* in, int p) {
+  return p == c.rank ? in : data<T>(c.buffer[p]);
+}
+
+// Sums elements [first, first + len) over the n ranks, in rank order (every rank adds alike, so
+// all outputs are bitwise equal), in float, into `out` and, when not null, `also` (an IPC
+// buffer: aligned). `in` is this rank's input (its alignment is c.in_aligned).
+template <typename T>
+__device__ void reduce_range(const Call& c, const T* in, size_t first, size_t len, T* out,
+                             T* also) {
   constexpr int W = Pack<T>::kElements, kUnroll = Pack<T>::kUnroll;
   constexpr size_t kStep = Pack<T>::kStep;
   const size_t packs = len / W;
-  for (size_t base = blockIdx.x * kStep + threadIdx.x; base < packs; base += gridDim.x * kStep) {
+  const BlockPacks mine = block_packs(packs);
+  for (size_t base = mine.first + threadIdx.x; base < mine.last; base += kStep) {
     float sum[kUnroll][W] = {};
     // One source at a time (not unrolled: the registers hold one source's packs and the sums).
 #pragma unroll 1
     for (int p = 0; p < c.n; ++p) {
-      const bool aligned = p != own || c.in_aligned;
+      const bool aligned = p != c.rank || c.in_aligned;
+      const T* from = source(c, in, p) + first;
       Pack<T> v[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const size_t j = base + u * kThreads;
-        if (j < packs) v[u] = load(source[p] + first + j * W, aligned);
+        if (j < mine.last) v[u] = load(from + j * W, aligned);
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
@@ -197,7 +222,7 @@ __device__ void reduce_range(const Call& c, const T* const* source, int own, siz
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const size_t j = base + u * kThreads;
-      if (j >= packs) continue;
+      if (j >= mine.last) continue;
       Pack<T> r;
 #pragma unroll
       for (int k = 0; k < W; ++k)
@@ -208,35 +233,29 @@ __device__ void reduce_range(const Call& c, const T* const* source, int own, siz
   }
   if (blockIdx.x == 0 && threadIdx.x < len % W) {
     const size_t i = first + packs * W + threadIdx.x;
-    float s = to_float(source[0][i]);
+    float s = to_float(source(c, in, 0)[i]);
     for (int p = 1; p < c.n; ++p)
-      s += to_float(source[p][i]);
+      s += to_float(source(c, in, p)[i]);
     const T v = from_float<T>(s);
     out[i] = v;
     if (also != nullptr) also[i] = v;
   }
 }
 
-// The n sources of a reduction: this rank's input, the peers' IPC buffers.
 template <typename T>
-__device__ inline void sources(const Call& c, const T* in, const T* (&out)[kMaxIpcRanks]) {
-  for (int p = 0; p < c.n; ++p)
-    out[p] = p == c.rank ? in : data<T>(c.buffer[p]);
-}
-
-template <typename T>
-__global__ void __launch_bounds__(kThreads, 2) one_shot(Call c, const T* in, T* out, size_t count) {
+__global__ void __launch_bounds__(kThreads, 2)
+    one_shot(const __grid_constant__ Call c, const T* in, T* out, size_t count) {
   T* mine = data<T>(c.buffer[c.rank]);
   if (c.n > 1) copy_range(in, c.in_aligned, mine, true, 0, count);  // for the peers to read
   barrier(c, 0);
-  const T* src[kMaxIpcRanks];
-  sources(c, in, src);
-  reduce_range<T>(c, src, c.rank, 0, count, out, nullptr);
+  reduce_range<T>(c, in, 0, count, out, nullptr);
   barrier(c, 1);  // nobody reads this buffer after it
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads, 2) two_shot(Call c, Segments seg, const T* in, T* out) {
+__global__ void __launch_bounds__(kThreads, 2)
+    two_shot(const __grid_constant__ Call c, const __grid_constant__ Segments seg, const T* in,
+             T* out) {
   T* mine = data<T>(c.buffer[c.rank]);
   // The segments the peers reduce; this rank's own it reads from its input.
   for (int s = 0; s < c.n; ++s) {
@@ -247,11 +266,8 @@ __global__ void __launch_bounds__(kThreads, 2) two_shot(Call c, Segments seg, co
   barrier(c, 0);
   // Reduce-scatter: this rank's segment from everyone, into its output and, for the peers to
   // gather, its buffer.
-  const T* src[kMaxIpcRanks];
-  sources(c, in, src);
   const size_t first = seg.first[c.rank];
-  reduce_range<T>(c, src, c.rank, first, seg.first[c.rank + 1] - first, out,
-                  c.n > 1 ? mine : nullptr);
+  reduce_range<T>(c, in, first, seg.first[c.rank + 1] - first, out, c.n > 1 ? mine : nullptr);
   barrier(c, 1);
   // All-gather: the other ranks' reduced segments.
   for (int p = 0; p < c.n; ++p) {

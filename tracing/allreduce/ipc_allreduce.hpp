@@ -8,15 +8,15 @@
 //    (reduce-scatter); a barrier; every rank copies the other ranks' reduced segments into its
 //    output (all-gather). Moves 2(n-1)/n of the data per rank instead of (n-1): better for large
 //    sizes.
-// At one rank no peer reads the IPC buffer, so neither algorithm writes it: the kernel reads the
-// input and writes the output once (ipc_kernel_bytes() in ipc_allreduce_plan.hpp counts every
-// case), and its barriers still run, against itself.
+// At one rank no peer reads the IPC buffer, so neither algorithm writes it and no barrier runs
+// (there is nobody to wait for): the kernel reads the input and writes the output once
+// (ipc_kernel_bytes() in ipc_allreduce_plan.hpp counts every case).
 // Every rank sums in rank order 0..n-1 (16-bit types in float), so all ranks' outputs are
 // bitwise equal.
 //
-// The grid: ipc_grid_blocks() (ipc_allreduce_plan.hpp) blocks of kIpcThreads, one per 16-byte
-// pack x kIpcThreads x kIpcUnroll of the buffer, up to a cap the ranks agree on when the
-// communicator is made: the fewest blocks any rank's GPU keeps resident at once, shared among
+// The grid: ipc_grid_blocks() (ipc_allreduce_plan.hpp) blocks of kIpcThreads, one per
+// kIpcThreads x kIpcElementsPerThread elements of the buffer, up to a cap the ranks agree on when
+// the communicator is made: the fewest blocks any rank's GPU keeps resident at once, shared among
 // the ranks on that GPU. Every block is then resident together, so no barrier waits on a peer
 // block that cannot start. Threads move 16 bytes per load and store (one element at a time
 // only where the caller's input or output is not 16-byte aligned).
@@ -27,9 +27,9 @@
 // scope, after __syncthreads) and waits until every rank's store has reached its own lines
 // (acquire). The epoch grows by one per call, so a flag left from the previous call never passes
 // for the current one. Block b touches the same elements in every phase on every rank (the same
-// grid everywhere, packs dealt to blocks the same way whatever the caller's alignment), so a
-// per-block barrier orders exactly the data it must; no grid-wide barrier is needed. A closing
-// barrier keeps a rank from overwriting its buffer while a peer still reads it.
+// grid everywhere, a range's packs split among blocks the same way whatever the caller's
+// alignment), so a per-block barrier orders exactly the data it must; no grid-wide barrier is
+// needed. A closing barrier keeps a rank from overwriting its buffer while a peer still reads it.
 //
 // Set up once per communicator (allocation, the grid cap and the handle exchange over the worker
 // channel); run() only launches one kernel: no allocation, no host synchronisation. Every wait
