@@ -23,6 +23,7 @@
 // Failures never reach the job: InitializeInjection always returns success.
 #include <cupti.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -92,6 +93,7 @@ struct Session {
   Api api;
   CUpti_SubscriberHandle subscriber = nullptr;
   bool on = false;
+  pid_t pid = 0;  // the process that started it: a forked child must not call CUPTI
   std::vector<CUpti_ActivityKind> kinds;  // enabled
   uint64_t dropped = 0;
   WorkAnchors anchors{[](const WorkLine& w) { RecordSink::instance().add(w); }};
@@ -233,6 +235,9 @@ void stop(Session& s) {
 void stop_at_exit() {
   Session& s = session();
   std::lock_guard lock(s.mutex);
+  // A child forked from the job (a data loader's worker) inherits the session but not CUDA:
+  // CUPTI must not be called there.
+  if (s.pid != getpid()) return;
   stop(s);
   RecordSink::instance().flush();
 }
@@ -312,6 +317,7 @@ std::string start(Session& s) {
   }
   s.api.flush_period(kFlushPeriodMs);
   s.on = true;
+  s.pid = getpid();
   return "";
 }
 
@@ -343,7 +349,7 @@ Fn real_entry(const char* name, const void* caller, Fn self) {
 void yield_to(const void* caller) {
   Session& s = session();
   std::lock_guard lock(s.mutex);
-  if (!s.on) return;
+  if (!s.on || s.pid != getpid()) return;
   stop(s);
   write_state(CuptiState::kYielded, object_of(caller), s.dropped);
   RecordSink::instance().flush();
