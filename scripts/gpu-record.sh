@@ -72,15 +72,6 @@ fi
 plugin=$(ls build/tracing/libcommtool_nccl_profiler.so)
 step plugin-exports bash -c "nm -D --defined-only '$plugin'; test \"\$(nm -D --defined-only '$plugin' | awk '\$2 != \"A\" {print \$3}' | LC_ALL=C sort | tr '\n' ' ')\" = 'InitializeInjection cuptiSubscribe cuptiSubscribe_v2 ncclProfiler_v5 '"
 step trace-plugin bash -c "'$bin' --devices 0,0 trace allreduce -b 1K -e 1M -f 1024 -n 3 --mode sync | tee '$out/trace.txt' | grep -Eq 'RING|TREE'"
-# Which NCCL each recorded job ran: torch's (2.28.9) and the system's (2.28.3) both loaded it.
-step nccl-versions python3 -c "
-import glob, json, sys
-seen = {}
-for d in ('r2', 'nccl-tests'):
-    for f in glob.glob('$out/' + d + '/procs/*.jsonl'):
-        seen.setdefault(d, set()).add(json.loads(open(f).readline())['nccl'])
-print(seen)
-sys.exit(0 if len(seen.get('r2', ())) == 1 and all(v for vs in seen.values() for v in vs) else 1)"
 fi
 
 if [[ $parts == *cupti* ]]; then
@@ -102,6 +93,23 @@ if [[ -x $anchors/all_reduce_perf ]] && command -v compute-sanitizer > /dev/null
 else
   order+=(sanitized); result[sanitized]="not run (no all_reduce_perf or compute-sanitizer)"
 fi
+fi
+
+if [[ $parts == *checks* && $parts == *cupti* ]]; then
+# Which NCCL each recorded job ran: torch's (2.28.9) and the system's (2.28.3) both loaded it.
+# The proc line names it, and every comm line (the only place under --cupti, whose proc line is
+# written at cuInit, before NCCL's init).
+step nccl-versions python3 -c "
+import glob, json, sys
+seen = {}
+for d in ('r2', 'nccl-tests', 'rc2'):
+    for f in glob.glob('$out/' + d + '/procs/*.jsonl'):
+        lines = [json.loads(l) for l in open(f) if l.startswith('{\"k\":\"comm\"')]
+        proc = json.loads(open(f).readline())['nccl']
+        for v in ([proc] if d != 'rc2' else []) + [c.get('nccl', '') for c in lines]:
+            seen.setdefault(d, set()).add(v)
+print(seen)
+sys.exit(0 if len(seen.get('r2', ())) == 1 and seen.get('rc2') == seen.get('r2') and all(v for vs in seen.values() for v in vs) else 1)"
 fi
 
 # The plugin's cost: the job's own wall time (its ops, excluding Python start-up) and the whole

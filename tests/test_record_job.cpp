@@ -344,7 +344,7 @@ TEST_F(LiveRecordingTest, CountsOperationsInFlightAndEnded) {
   proc.pid = 42;
   proc.host = "h";
   append("h-42.jsonl", proc);
-  append("h-42.jsonl", nccl_profiler::CommLine{0xabcdef0123456789, 0, 2, 1, "", 900, ""});
+  append("h-42.jsonl", nccl_profiler::CommLine{0xabcdef0123456789, 0, 2, 1, "", 900, "", ""});
   LiveRecording live(tmp_.path());
   RecordHooks hooks = live.hooks();
   hooks.poll();

@@ -78,7 +78,7 @@ std::vector<RecordLine> one_of_each() {
   return {
       ProcLine{1, 4242, "node-07", 1'764'800'000'000'000'000, 123'456, "2.28.9"},
       CommLine{0xfedcba9876543210ULL, 5, 16, 2, "pg:0", 77,
-               "GPU-5a0ed1c2-0000-1111-2222-333344445555"},
+               "GPU-5a0ed1c2-0000-1111-2222-333344445555", ""},
       allreduce(),
       send(),
       finished_allreduce(),
@@ -166,13 +166,13 @@ TEST(RecordLine, CuptiLinesCheckTheirValues) {
 TEST(RecordLine, KeysAreTheDocumentedOnesWithKindFirst) {
   EXPECT_EQ(to_line(ProcLine{1, 42, "h", 5, 6, "2.28.9"}),
             R"({"k":"proc","v":1,"pid":42,"host":"h","realtime":5,"mono":6,"nccl":"2.28.9"})");
-  EXPECT_EQ(to_line(CommLine{0xab, 1, 2, 1, "n", 3, "GPU-1"}),
+  EXPECT_EQ(to_line(CommLine{0xab, 1, 2, 1, "n", 3, "GPU-1", "2.28.9"}),
             R"({"k":"comm","comm":"00000000000000ab","rank":1,"nranks":2,"nodes":1,"name":"n",)"
-            R"("t":3,"dev":"GPU-1"})");
+            R"("t":3,"dev":"GPU-1","nccl":"2.28.9"})");
   // The first recordings' comm lines had no "dev": still read, with no GPU.
   EXPECT_EQ(parse_line(R"({"k":"comm","comm":"00000000000000ab","rank":1,"nranks":2,)"
                        R"("nodes":1,"name":"n","t":3})"),
-            std::optional<RecordLine>(CommLine{0xab, 1, 2, 1, "n", 3, ""}));
+            std::optional<RecordLine>(CommLine{0xab, 1, 2, 1, "n", 3, "", ""}));
   EXPECT_EQ(to_line(send()),
             R"({"k":"start","comm":"0000000000000007","rank":0,"index":0,"kind":"p2p","seq":null,)"
             R"("func":"Send","count":5,"dtype":"ncclInt8","peer":1,"t":9})");
@@ -203,7 +203,7 @@ TEST(RecordLine, OptionalFieldsAreNullAndComeBackEmpty) {
 TEST(RecordLine, CommunicatorIdsKeepAll64Bits) {
   // Above 2^53 a double (what most JSON readers turn numbers into) loses the low bits.
   for (uint64_t id : {uint64_t{0}, (uint64_t{1} << 53) + 1, std::numeric_limits<uint64_t>::max()}) {
-    CommLine l{id, 0, 1, 1, "", 0, ""};
+    CommLine l{id, 0, 1, 1, "", 0, "", ""};
     EXPECT_EQ(std::get<CommLine>(round_trip(l)).comm, id) << to_line(l);
   }
   EXPECT_NE(to_line(FinLine{~uint64_t{0}, 0, 0}).find(R"("comm":"ffffffffffffffff")"),
@@ -221,12 +221,12 @@ TEST(RecordLine, OddStringsAreEscapedAndComeBackUnchanged) {
       "",
   };
   for (const std::string& name : odd) {
-    CommLine l{1, 0, 1, 1, name, 0, ""};
+    CommLine l{1, 0, 1, 1, name, 0, "", ""};
     const std::string text = to_line(l);
     EXPECT_EQ(text.find('\n'), std::string::npos) << "one record is one line: " << text;
     EXPECT_EQ(std::get<CommLine>(round_trip(l)).name, name) << text;
   }
-  EXPECT_NE(to_line(CommLine{1, 0, 1, 1, "\x01", 0, ""}).find(R"("name":"\u0001")"),
+  EXPECT_NE(to_line(CommLine{1, 0, 1, 1, "\x01", 0, "", ""}).find(R"("name":"\u0001")"),
             std::string::npos);
 }
 
@@ -234,7 +234,7 @@ TEST(RecordLine, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   // A JSON reader rejects the whole line for one bad byte; the name is kept, the byte is not.
   const std::string bad[] = {"\xff", "\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80"};
   for (const std::string& b : bad) {
-    CommLine l{1, 0, 1, 1, "a" + b + "z", 0, ""};
+    CommLine l{1, 0, 1, 1, "a" + b + "z", 0, "", ""};
     const std::string name = std::get<CommLine>(round_trip(l)).name;
     EXPECT_EQ(name.front(), 'a') << to_line(l);
     EXPECT_EQ(name.back(), 'z') << to_line(l);
@@ -292,7 +292,8 @@ TEST(RecordLine, EveryMissingKeyIsNamed) {
       if (key_end == std::string::npos) continue;  // a comma inside a string value
       const std::string key = text.substr(at + 2, key_end - at - 2);
       if (key.find_first_of("\",{}[]") != std::string::npos) continue;
-      if (key == "dev") continue;  // optional: the first recordings' comm lines lack it
+      // Optional in comm lines: the first recordings' lack them.
+      if (std::holds_alternative<CommLine>(line) && (key == "dev" || key == "nccl")) continue;
       // The value ends at the next top-level comma (interval arrays hold one).
       size_t value_end = key_end + 2;
       int depth = 0;
@@ -462,8 +463,9 @@ std::vector<RecordLine> extremes() {
   lines.push_back(EventLine{StreamId{4'294'967'295u, 1}, 4'294'967'295u, 4'294'967'295u});
   lines.push_back(ProcLine{1, kMaxInt64, "h", kMaxInt64, kMaxInt64, ""});
   lines.push_back(ProcLine{1, 0, "", 0, 0, "x"});
-  lines.push_back(CommLine{kMaxUint64, kMaxInt, kMaxInt, kMaxInt, "", kMaxInt64, ""});
-  lines.push_back(CommLine{0, 0, 1, 0, " ~!#$%&'()*+,-./:;<=>?@[]^_`{|}\x7f", 0, "GPU-0"});
+  lines.push_back(CommLine{kMaxUint64, kMaxInt, kMaxInt, kMaxInt, "", kMaxInt64, "", ""});
+  lines.push_back(
+      CommLine{0, 0, 1, 0, " ~!#$%&'()*+,-./:;<=>?@[]^_`{|}\x7f", 0, "GPU-0", "2.28.9"});
   StartLine top = allreduce();
   top.comm = kMaxUint64;
   top.rank = kMaxInt;

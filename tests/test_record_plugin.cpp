@@ -248,6 +248,13 @@ TEST_F(RecordPluginTest, ProcLineNamesTheVersionOfAPrivatelyLoadedNccl) {
   auto procs = lines_of_kind<ProcLine>();
   ASSERT_EQ(procs.size(), 1u);
   EXPECT_EQ(procs[0].nccl_version, "2.28.9");
+  // The comm line names it too: with record --cupti the proc line is written at cuInit, before
+  // NCCL's init, and has no version.
+  auto comms = lines_of_kind<CommLine>();
+  ASSERT_EQ(comms.size(), 1u);
+  EXPECT_EQ(comms[0].nccl_version, "2.28.9");
+  // No CUDA driver in this process: no GPU named.
+  EXPECT_EQ(comms[0].gpu, "");
   dlclose(nccl);
 }
 

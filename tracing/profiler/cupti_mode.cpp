@@ -25,6 +25,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -93,7 +94,7 @@ struct Session {
   Api api;
   CUpti_SubscriberHandle subscriber = nullptr;
   bool on = false;
-  pid_t pid = 0;  // the process that started it: a forked child must not call CUPTI
+  std::atomic<pid_t> pid{0};  // the process that started it: a forked child must not call CUPTI
   std::vector<CUpti_ActivityKind> kinds;  // enabled
   uint64_t dropped = 0;
   WorkAnchors anchors{[](const WorkLine& w) { RecordSink::instance().add(w); }};
@@ -234,10 +235,11 @@ void stop(Session& s) {
 
 void stop_at_exit() {
   Session& s = session();
-  std::lock_guard lock(s.mutex);
   // A child forked from the job (a data loader's worker) inherits the session but not CUDA:
-  // CUPTI must not be called there.
+  // CUPTI must not be called there, nor the mutex taken (a CUPTI thread of the parent may have
+  // held it at the fork). pid is written once, before the layer is on.
   if (s.pid != getpid()) return;
+  std::lock_guard lock(s.mutex);
   stop(s);
   RecordSink::instance().flush();
 }
@@ -348,8 +350,9 @@ Fn real_entry(const char* name, const void* caller, Fn self) {
 // Another client asks for CUPTI: give it up first.
 void yield_to(const void* caller) {
   Session& s = session();
+  if (s.pid != getpid()) return;  // see stop_at_exit
   std::lock_guard lock(s.mutex);
-  if (!s.on || s.pid != getpid()) return;
+  if (!s.on) return;
   stop(s);
   write_state(CuptiState::kYielded, object_of(caller), s.dropped);
   RecordSink::instance().flush();

@@ -184,6 +184,8 @@ struct LineWriter {
     append_integer(out, l.t_ns);
     append_key(out, "dev");
     append_string(out, l.gpu);
+    append_key(out, "nccl");
+    append_string(out, l.nccl_version);
   }
   void operator()(const StartLine& l) const {
     out.append("{\"k\":\"start\"");
@@ -446,7 +448,9 @@ RecordLine read_line(const json& j) {
     l.nodes = f.integer32("nodes", 0);
     l.name = f.string("name");
     l.t_ns = f.integer("t", 0, kMaxInt64);
-    if (j.contains("dev")) l.gpu = f.string("dev");  // not in the first recordings
+    // Neither is in the first recordings' lines.
+    if (j.contains("dev")) l.gpu = f.string("dev");
+    if (j.contains("nccl")) l.nccl_version = f.string("nccl");
     return l;
   }
   if (kind == "start") return read_operation(f);

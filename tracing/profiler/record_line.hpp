@@ -73,6 +73,9 @@ struct CommLine {
   // context current at NCCL's init; empty when the plugin could not tell (no CUDA driver in
   // the process, no current context) and in recordings made before it was written ("dev").
   std::string gpu;
+  // The version of the NCCL that initialised it ("2.28.9"), or empty where unknown ("nccl";
+  // absent from the first recordings' lines).
+  std::string nccl_version;
   bool operator==(const CommLine&) const = default;
 };
 

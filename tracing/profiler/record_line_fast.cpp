@@ -397,8 +397,14 @@ std::optional<RecordLine> parse_line_fast(std::string_view text) {
       return ProcLine{v.version,  v.pid,  std::string(v.host),
                       v.realtime, v.mono, std::string(v.nccl)};
     case Kind::kComm:
-      return CommLine{
-          v.comm, v.rank, v.nranks, v.nodes, std::string(v.name), v.t, std::string(v.dev)};
+      return CommLine{v.comm,
+                      v.rank,
+                      v.nranks,
+                      v.nodes,
+                      std::string(v.name),
+                      v.t,
+                      std::string(v.dev),
+                      std::string(v.nccl)};
     case Kind::kStart:
       return operation_of(v);
     case Kind::kEnd: {

@@ -140,8 +140,8 @@ constexpr Key key_of(std::string_view s) {
 inline constexpr uint64_t kProcKeys =
     bits(Key::kV, Key::kPid, Key::kHost, Key::kRealtime, Key::kMono, Key::kNccl);
 // A comm line without "dev" (the first recordings) is the slow reader's.
-inline constexpr uint64_t kCommKeys =
-    bits(Key::kComm, Key::kRank, Key::kNranks, Key::kNodes, Key::kName, Key::kT, Key::kDev);
+inline constexpr uint64_t kCommKeys = bits(Key::kComm, Key::kRank, Key::kNranks, Key::kNodes,
+                                           Key::kName, Key::kT, Key::kDev, Key::kNccl);
 inline constexpr uint64_t kStartKeys =
     bits(Key::kComm, Key::kRank, Key::kIndex, Key::kKind, Key::kSeq, Key::kFunc, Key::kCount,
          Key::kDtype, Key::kPeer, Key::kT);
@@ -176,7 +176,7 @@ static_assert([] {
 inline constexpr Key kProcOrder[] = {Key::kV,        Key::kPid,  Key::kHost,
                                      Key::kRealtime, Key::kMono, Key::kNccl};
 inline constexpr Key kCommOrder[] = {Key::kComm, Key::kRank, Key::kNranks, Key::kNodes,
-                                     Key::kName, Key::kT,    Key::kDev};
+                                     Key::kName, Key::kT,    Key::kDev,    Key::kNccl};
 inline constexpr Key kStartOrder[] = {Key::kComm, Key::kRank,  Key::kIndex, Key::kKind, Key::kSeq,
                                       Key::kFunc, Key::kCount, Key::kDtype, Key::kPeer, Key::kT};
 inline constexpr Key kEndOrder[] = {

@@ -158,7 +158,7 @@ class Recorder {
     c->nranks = nranks;
     contexts_.insert(c);
     RecordSink::instance().add(CommLine{comm_id, rank, nranks, nodes, text(comm_name),
-                                        monotonic_ns(), current_gpu_uuid()});
+                                        monotonic_ns(), current_gpu_uuid(), loaded_nccl_version()});
     return c;
   }
 
@@ -391,17 +391,13 @@ class Recorder {
         pthread_atfork(prepare_fork, parent_after_fork, child_after_fork) == 0;
     (void)registered;
   }
-  static void prepare_fork() {
-    instance().mutex_.lock();
-    RecordSink::instance().lock_for_fork();
-  }
-  static void parent_after_fork() {
-    RecordSink::instance().unlock_in_parent();
-    instance().mutex_.unlock();
-  }
+  // The sink has fork handlers of its own, registered when it was opened (before these): its
+  // prepare runs after this one, so the recorder's mutex is taken before the sink's, as on
+  // every other path.
+  static void prepare_fork() { instance().mutex_.lock(); }
+  static void parent_after_fork() { instance().mutex_.unlock(); }
   // The child follows none of its parent's communicators or operations.
   static void child_after_fork() {
-    RecordSink::instance().reset_in_child();
     Recorder& r = instance();
     r.operations_.clear();
     r.api_events_.clear();

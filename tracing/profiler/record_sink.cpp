@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,7 +27,7 @@ std::atomic<const void*> nccl_address{nullptr};
 // NCCL does not tell a v5 plugin its version; the library that called init has it. Opening it
 // again by name with RTLD_NOLOAD finds the copy already loaded (also a private one) and loads
 // nothing new; a global lookup is the fallback.
-std::string nccl_version() {
+std::string nccl_version_now() {
   using GetVersion = int (*)(int*);
   GetVersion get_version = nullptr;
   void* library = nullptr;
@@ -117,11 +118,18 @@ bool RecordSink::open(const std::string& dir) {
   scratch_.reserve(kOwnLinesReserve);
   dropped_ = 0;
   const int64_t mono = monotonic_ns();
-  add_own_line(
-      ProcLine{kRecordFormatVersion, pid, host, clock_ns(CLOCK_REALTIME), mono, nccl_version()});
+  add_own_line(ProcLine{kRecordFormatVersion, pid, host, clock_ns(CLOCK_REALTIME), mono,
+                        nccl_version_now()});
   last_alive_ns_ = mono;
   static const bool exit_flush_registered = std::atexit(flush_at_exit) == 0;
   (void)exit_flush_registered;
+  // Here, not in record mode's init: record --cupti opens the sink at cuInit, and a job may
+  // fork (data loader workers) before any communicator exists. A child must not inherit the
+  // parent's file and queued lines.
+  static const bool fork_handlers_registered =
+      pthread_atfork([] { instance().lock_for_fork(); }, [] { instance().unlock_in_parent(); },
+                     [] { instance().reset_in_child(); }) == 0;
+  (void)fork_handlers_registered;
   if (!writer_running_) start_writer();
   return true;
 }
@@ -212,6 +220,10 @@ void RecordSink::reset_in_child() {
   failed_ = false;
   buffer_mutex_.unlock();
   write_mutex_.unlock();
+}
+
+std::string loaded_nccl_version() {
+  return nccl_version_now();
 }
 
 void note_nccl_address(const void* address) {

@@ -28,6 +28,11 @@ inline constexpr int64_t kAlivePeriodNs = 1'000'000'000;
 // (RTLD_LOCAL), where a global symbol lookup does not find it.
 void note_nccl_address(const void* address);
 
+// The version of that NCCL ("2.28.9"), or empty when it cannot be asked. A process whose sink
+// was opened before NCCL's init (record --cupti opens it at cuInit) has an empty version in its
+// proc line; its comm lines carry it.
+std::string loaded_nccl_version();
+
 class RecordSink {
  public:
   // The process's sink; never destroyed, since its writer thread outlives static destruction.
@@ -41,8 +46,9 @@ class RecordSink {
   // Writes everything queued, now (the last communicator's finalize, process exit).
   void flush();
 
-  // pthread_atfork's three steps: the child starts with no file, an empty buffer and no writer
-  // thread; should it use NCCL itself, it opens its own file (its own pid).
+  // pthread_atfork's three steps, registered by the first open(): the child starts with no
+  // file, an empty buffer and no writer thread; should it use NCCL itself, it opens its own
+  // file (its own pid).
   void lock_for_fork();
   void unlock_in_parent();
   void reset_in_child();
