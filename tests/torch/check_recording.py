@@ -14,8 +14,9 @@ program itself issued and measured (its --results files), on the GPU machine:
   CLOCK_MONOTONIC: perf_counter_ns on Linux), and every op's GPU interval, mapped onto the host
   clock as `commtool report` maps it, lies between the call's start and the program's
   synchronize after it, and is no longer than its CUDA-event interval; from 1 MiB the median of
-  its ratio to the events' interval is within 10% of 1 in sync and wait modes where the kernel
-  outlasts torch's host call twice (else the events also hold the host's launch; below 1 MiB, with
+  its ratio to the events' interval is within 10% of 1 in sync and wait modes over the operations
+  whose kernel outlasts torch's host call twice (else the events also hold the host's launch or
+  the wait for a time slice of the shared GPU; below 1 MiB, with
   several processes time-slicing one GPU, an event interval mostly holds the time the stream
   waited for its slice: the ratio is printed, not held);
 - the completion split: with async_op=True + work.wait(), wait returns before the GPU is done
@@ -265,16 +266,17 @@ def main():
     # Per operation, as ranks differ (one waits in its kernel for the other): the median of the
     # ratios, not the ratio of two medians over a mixture.
     for (func, nbytes, mode), rows in sorted(groups.items()):
-        ratios = [r[2] / r[3] for r in rows if r[2] is not None and r[3]]
         # The events bracket the kernel alone only where the GPU, not the host, is what takes
-        # the time: where the kernel outlasts torch's host call at least twice. Shorter, the
-        # stream sits waiting for the host's launch between the events (more so under --cupti,
-        # whose records slow each CUDA call), and the ratio is printed, not held.
-        gpu_bound = med([r[2] for r in rows if r[2] is not None] or [0]) >= 2 * med([r[1] for r in rows])
-        if ratios and nbytes >= 1 << 20 and mode in ("sync", "wait") and world >= 2 and gpu_bound:
+        # the time: per operation, where its kernel outlasts torch's host call at least twice.
+        # Shorter, the stream sits waiting between the events for the host's launch (more so
+        # under --cupti, whose records slow each CUDA call) or, on a GPU the ranks share, for
+        # its time slice (a rank whose Broadcast kernel took 100 us, 2 ms events): those ratios
+        # are printed above, not held. Held where at least 3 operations remain.
+        ratios = [r[2] / r[3] for r in rows if r[2] is not None and r[3] and r[2] >= 2 * r[1]]
+        if len(ratios) >= 3 and nbytes >= 1 << 20 and mode in ("sync", "wait") and world >= 2:
             ratio = med(ratios)
             check(0.9 <= ratio <= 1.1, f"{func} {nbytes} B {mode}: GPU interval / event interval, "
-                  f"median of {len(ratios)} operations {ratio:.3f}, within 10%")
+                  f"median of {len(ratios)} kernel-bound operations {ratio:.3f}, within 10%")
     print(f"\n{len(failures)} check(s) failed" if failures else "\nall checks passed")
     return 1 if failures else 0
 
