@@ -68,7 +68,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!parsed) return;
       const std::string written = to_line(*parsed);
       check_fast_reader(written);
-      if (plain(written) && detail::parse_line_fast(written) != parsed) {
+      // record --cupti's rare state line is the slow reader's by design (record_line_keys.hpp).
+      const bool slow_by_design = std::holds_alternative<CuptiLine>(*parsed);
+      if (plain(written) && !slow_by_design && detail::parse_line_fast(written) != parsed) {
         std::fprintf(stderr, "the fast reader declined a plain line the writer wrote:\n%s\n",
                      written.c_str());
         std::abort();
