@@ -2,10 +2,12 @@
 // status and what it printed.
 #pragma once
 
+#include <stdlib.h>
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace cli_test {
@@ -27,5 +29,21 @@ inline CliResult run_commtool(const std::string& args, bool with_stderr) {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+inline bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+// A fresh directory under the system's temporary one, removed with the object.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string p = (std::filesystem::temp_directory_path() / "commtool-cli-XXXXXX").string();
+    path = mkdtemp(p.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 
 }  // namespace cli_test

@@ -23,18 +23,8 @@ std::string fixture(const std::string& name) {
   return std::string(COMMTOOL_FIXTURES_DIR) + "/nccl_xml/" + name;
 }
 
-bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string p = (fs::temp_directory_path() / "commtool-cli-XXXXXX").string();
-    path = mkdtemp(p.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using cli_test::contains;
+using cli_test::TempDir;
 
 // A measuring command on a machine without a GPU: exit 3 and the reason. CI has none; on the
 // GPU machine the command runs instead, and the test is skipped there.

@@ -19,18 +19,8 @@ Result run(const std::string& args) {
   return cli_test::run_commtool(args, true);
 }
 
-bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string p = (fs::temp_directory_path() / "commtool-cli-XXXXXX").string();
-    path = mkdtemp(p.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using cli_test::contains;
+using cli_test::TempDir;
 
 }  // namespace
 

@@ -46,9 +46,7 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
+using cli_test::contains;
 
 const std::string kEachRanksFile = "--nccl-xml " + kFixtures + "/cluster/rank%r.xml";
 
