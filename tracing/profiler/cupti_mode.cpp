@@ -42,9 +42,6 @@ namespace commtool::nccl_profiler::cupti_mode {
 
 namespace {
 
-// Set by the launcher: the CUPTI library to load (the one the launcher found), so the job's
-// loader path does not matter.
-constexpr const char* kCuptiLibraryEnv = "COMMTOOL_CUPTI_LIBRARY";
 constexpr const char* kSubscriberName = "commtool record";
 constexpr const char* kCuptiSoname = "libcupti.so.13";
 
@@ -79,7 +76,6 @@ struct Api {
   decltype(&cuptiActivityFlushPeriod) flush_period = nullptr;
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) dropped_records = nullptr;
-  decltype(&cuptiSetThreadIdType) thread_id_type = nullptr;
 };
 
 uint64_t CUPTIAPI host_clock() {
@@ -138,12 +134,7 @@ std::string bind_all(void* lib, Api& a) {
   need("cuptiActivityFlushPeriod", a.flush_period);
   need("cuptiActivityGetNextRecord", a.next_record);
   need("cuptiActivityGetNumDroppedRecords", a.dropped_records);
-  need("cuptiSetThreadIdType", a.thread_id_type);
   return missing != nullptr ? missing : "";
-}
-
-StreamId stream_of(uint32_t context, uint32_t stream) {
-  return StreamId{context, stream};
 }
 
 // A kernel, copy or set record (they share these fields): to the anchors, unless CUPTI gave it
@@ -151,7 +142,7 @@ StreamId stream_of(uint32_t context, uint32_t stream) {
 template <class Record>
 void add_work(Session& s, const Record& r, bool nccl) {
   if (r.start == 0 || r.end < r.start) return;
-  s.anchors.work(WorkLine{stream_of(r.contextId, r.streamId), r.correlationId,
+  s.anchors.work(WorkLine{StreamId{r.contextId, r.streamId}, r.correlationId,
                           Interval{static_cast<int64_t>(r.start), static_cast<int64_t>(r.end)},
                           nccl});
 }
@@ -174,7 +165,7 @@ void consume(Session& s, const CUpti_Activity* r) {
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
       const auto& w = *reinterpret_cast<const CUpti_ActivitySynchronization2*>(r);
       if (w.type != CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) return;
-      const StreamId stream = stream_of(w.contextId, w.streamId);
+      const StreamId stream = StreamId{w.contextId, w.streamId};
       RecordSink::instance().add(
           WaitLine{stream, w.cudaEventId, w.correlationId, static_cast<int64_t>(w.start)});
       s.anchors.mark(stream, w.correlationId);
@@ -182,7 +173,7 @@ void consume(Session& s, const CUpti_Activity* r) {
     }
     case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
       const auto& e = *reinterpret_cast<const CUpti_ActivityCudaEvent2*>(r);
-      const StreamId stream = stream_of(e.contextId, e.streamId);
+      const StreamId stream = StreamId{e.contextId, e.streamId};
       RecordSink::instance().add(EventLine{stream, e.eventId, e.correlationId});
       s.anchors.mark(stream, e.correlationId);
       return;

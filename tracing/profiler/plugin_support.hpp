@@ -14,6 +14,10 @@
 
 namespace commtool::nccl_profiler {
 
+// Set by `record --cupti` for the job: the CUPTI library the plugin's CUPTI layer loads when the
+// job has not loaded one (cupti_mode.cpp). trace's own CUPTI layer reads the same variable.
+inline constexpr const char* kCuptiLibraryEnv = "COMMTOOL_CUPTI_LIBRARY";
+
 inline int64_t clock_ns(clockid_t clock) {
   timespec ts{};
   clock_gettime(clock, &ts);

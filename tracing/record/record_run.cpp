@@ -173,7 +173,7 @@ std::vector<std::pair<std::string, std::string>> record_environment(const Record
       {nccl_profiler::kRecordDirEnv, fs::absolute(q.out_dir).string()}};
   if (!q.cupti_library.empty()) {
     env.emplace_back("CUDA_INJECTION64_PATH", q.plugin);
-    env.emplace_back("COMMTOOL_CUPTI_LIBRARY", q.cupti_library);
+    env.emplace_back(nccl_profiler::kCuptiLibraryEnv, q.cupti_library);
     // Preloaded so that its stand-ins for cuptiSubscribe come before CUPTI's (cupti_mode.cpp).
     const bool theirs = ld_preload != nullptr && *ld_preload != '\0';
     env.emplace_back("LD_PRELOAD", theirs ? q.plugin + ":" + ld_preload : q.plugin);
