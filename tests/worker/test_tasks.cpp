@@ -91,7 +91,8 @@ nlohmann::json env(WorkerContext& context, const nlohmann::json&) {
   return {{"rank", context.rank},
           {"NCCL_HOSTID", value("NCCL_HOSTID")},
           {"NCCL_SOCKET_IFNAME", value("NCCL_SOCKET_IFNAME")},
-          {"NCCL_IB_DISABLE", value("NCCL_IB_DISABLE")}};
+          {"NCCL_IB_DISABLE", value("NCCL_IB_DISABLE")},
+          {"NCCL_ALGO", value("NCCL_ALGO")}};
 }
 
 }  // namespace

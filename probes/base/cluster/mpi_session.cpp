@@ -167,6 +167,24 @@ int32_t MpiSession::broadcast_from_root(int32_t value) {
   return value;
 }
 
+std::string MpiSession::broadcast_from_root(std::string_view at_root) {
+  char error[kErrorSize] = {};
+  uint64_t size = is_root() ? at_root.size() : 0;
+  if (is_root() && size > static_cast<uint64_t>(INT_MAX)) {
+    // Every rank must still take part in the size's broadcast: they get 0 bytes.
+    size = 0;
+    check(api_->broadcast_bytes(&size, sizeof size, error, sizeof error), error);
+    throw Error(ExitCode::kUsage, fmt::format("rank 0 has {} bytes to broadcast; at most {}",
+                                              at_root.size(), INT_MAX));
+  }
+  check(api_->broadcast_bytes(&size, sizeof size, error, sizeof error), error);
+  std::string data = is_root() ? std::string(at_root) : std::string(size, '\0');
+  if (size > 0) {
+    check(api_->broadcast_bytes(data.data(), static_cast<int>(size), error, sizeof error), error);
+  }
+  return data;
+}
+
 void MpiSession::finalize() {
   if (api_ == nullptr) return;
   const CommtoolMpiApi* api = std::exchange(api_, nullptr);

@@ -48,6 +48,8 @@ class MpiSession {
 
   // Rank 0's value, on every rank.
   int32_t broadcast_from_root(int32_t value);
+  // Rank 0's bytes (at most 2 GiB), on every rank; what the other ranks pass is ignored.
+  std::string broadcast_from_root(std::string_view at_root);
 
   // MPI_Finalize; throws Error(kEnvironment) with MPI's words when it fails. Once only.
   void finalize();

@@ -15,6 +15,8 @@
 
 #include "probes/base/error.hpp"
 
+extern char** environ;
+
 namespace commtool::workers {
 
 namespace {
@@ -187,6 +189,17 @@ int stop_children(std::vector<ChildProcess>& children, std::chrono::duration<dou
     }
   }
   return running;
+}
+
+std::vector<std::string> worker_environment() {
+  std::vector<std::string> env;
+  bool has_order = false;
+  for (char** entry = environ; *entry; ++entry) {
+    env.emplace_back(*entry);
+    has_order = has_order || env.back().starts_with("CUDA_DEVICE_ORDER=");
+  }
+  if (!has_order) env.emplace_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
+  return env;
 }
 
 }  // namespace commtool::workers

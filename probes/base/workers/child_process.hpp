@@ -68,4 +68,8 @@ int stop_children(std::vector<ChildProcess>& children, std::chrono::duration<dou
 bool wait_children(std::vector<ChildProcess>& children,
                    std::chrono::steady_clock::time_point deadline);
 
+// The environment a worker starts with: this process's own, with GPU indices in PCI bus order as
+// everywhere in commtool (CUDA_DEVICE_ORDER=PCI_BUS_ID unless the user chose an order).
+std::vector<std::string> worker_environment();
+
 }  // namespace commtool::workers

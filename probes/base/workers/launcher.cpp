@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "probes/base/workers/child_process.hpp"
+#include "probes/base/workers/cluster_group.hpp"
 #include "probes/base/workers/placement.hpp"
 #include "probes/base/workers/private_socket.hpp"
 #include "probes/base/workers/progress_board.hpp"
@@ -25,8 +26,6 @@
 #include "probes/base/workers/unique_fd.hpp"
 #include "probes/base/workers/wire.hpp"
 #include "probes/base/workers/worker.hpp"
-
-extern char** environ;
 
 namespace commtool::workers {
 
@@ -44,18 +43,6 @@ constexpr int kTickMs = 100;
 // stops it: enough for the worker's own timeout path (ncclCommAbort, its error message) to win
 // when it works.
 constexpr auto kStuckGrace = 1s;
-
-// The launcher's own environment, with GPU indices in PCI bus order as everywhere in commtool.
-std::vector<std::string> worker_environment() {
-  std::vector<std::string> env;
-  bool has_order = false;
-  for (char** entry = environ; *entry; ++entry) {
-    env.emplace_back(*entry);
-    has_order = has_order || env.back().starts_with("CUDA_DEVICE_ORDER=");
-  }
-  if (!has_order) env.emplace_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
-  return env;
-}
 
 std::vector<WorkerSpec> by_rank(const std::vector<WorkerSpec>& specs) {
   std::vector<WorkerSpec> ordered(specs.size(), WorkerSpec{-1, -1});
@@ -510,6 +497,7 @@ GroupOutcome run_workers(const std::string& executable, const std::vector<Worker
   if (!(timeout.count() > 0)) throw std::invalid_argument("run_workers: timeout must be > 0");
   std::vector<WorkerSpec> ordered = by_rank(specs);
   if (ordered.empty()) return GroupOutcome{};
+  if (ClusterGroups* cluster = active_cluster()) return cluster->run(ordered, task, timeout, step);
 
   GroupOutcome outcome;
   int interrupted_by = 0;
