@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/device_list.hpp"
+#include "cli/mpi_run.hpp"
 #include "cli/option_names.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/output_file.hpp"
@@ -86,9 +87,10 @@ void add_global_options(CLI::App& app, GlobalOptions& global, bool& version) {
       ->capture_default_str();
   app.add_flag("-v,--verbose", global.verbose, "Say what is being done and how long it took");
   app.add_flag("--mpi", global.mpi,
-               "Run as one rank of an MPI job (mpirun or srun start one commtool per node): topo "
-               "gathers every rank's node and rank 0 prints the cluster view. Implied under "
-               "mpirun and srun; only topo runs under MPI so far");
+               "Run as one rank of an MPI job (mpirun or srun start one commtool per rank): topo "
+               "gathers every rank's node and rank 0 prints the cluster view; trace and "
+               "diagnose run one worker per rank, on the node's GPU of its local rank, and rank "
+               "0 prints the report. Implied under mpirun and srun");
 }
 
 // `commtool record torchrun --nproc-per-node 8 train.py` must run that command, but CLI11 would
@@ -144,6 +146,7 @@ int run(int argc, char** argv) {
   Runner diagnose = register_diagnose(app, global);
   Runner record = register_record(app, global);
 
+  global.launch = cluster::detect_launcher();
   std::vector<std::string> args =
       separate_record_job(app, std::vector<std::string>(argv, argv + argc));
   std::vector<char*> arg_ptrs;
@@ -152,11 +155,13 @@ int run(int argc, char** argv) {
   try {
     app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::ParseError& e) {
+    // Every rank of an MPI job has the same command line: rank 0 alone says what is wrong, or
+    // prints the help; the others end quietly with 0, as for any usage error.
+    if (global.launch.several_ranks() && global.launch.rank > 0) return 0;
     int rc = app.exit(e);  // prints help, or the message with a hint
     return rc == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
   }
 
-  global.launch = cluster::detect_launcher();
   try {
     if (version) {
       if (!global.launch.several_ranks() || global.launch.rank <= 0) print_version();
@@ -180,9 +185,13 @@ int run(int argc, char** argv) {
     if (!global.output.empty() && writes) files::check_writable(global.output, "--output");
     if (app.got_subcommand("topo")) return topo();
     if (app.got_subcommand("probe")) return probe();
-    if (app.got_subcommand("trace")) return trace();
+    if (app.got_subcommand("trace")) {
+      return under_mpi(global) ? run_as_mpi_rank(global, "trace", trace) : trace();
+    }
     if (app.got_subcommand("report")) return report();
-    if (app.got_subcommand("diagnose")) return diagnose();
+    if (app.got_subcommand("diagnose")) {
+      return under_mpi(global) ? run_as_mpi_rank(global, "diagnose", diagnose) : diagnose();
+    }
     if (app.got_subcommand("record")) return record();
     return static_cast<int>(ExitCode::kUsage);
   } catch (const BadValue& e) {

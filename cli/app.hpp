@@ -29,12 +29,21 @@ struct GlobalOptions {
   cluster::LaunchEnvironment launch;
 };
 
+// The subcommands that run as the ranks of an MPI job: topo (the cluster view), trace and
+// diagnose (one worker per rank, cli/mpi_run.hpp).
+bool runs_under_mpi(const std::string& subcommand);
+
 // What MPI means for the chosen subcommand, decided before it runs (cli/mpi_use.cpp): nullopt to
 // go on, or the exit code to end with at once. Under a launcher with several ranks, a subcommand
 // that does not run under MPI is refused by rank 0 alone (exit 2) while the other ranks end
-// silently with 0, so a job prints one message, not one per rank; so is topo in a build without
-// MPI. --mpi is refused likewise with any subcommand but topo, and in a build without MPI.
+// silently with 0, so a job prints one message, not one per rank; so is any in a build without
+// MPI. --mpi is refused likewise with those subcommands, and in a build without MPI.
 std::optional<int> check_mpi_use(const GlobalOptions& global, const std::string& subcommand);
+
+// Whether this process is one rank of an MPI job (a launcher's variables, or --mpi).
+inline bool under_mpi(const GlobalOptions& global) {
+  return global.mpi || global.launch.several_ranks();
+}
 
 // Says an error the way a run under MPI needs it said: a usage error (the command line, the
 // same on every rank) by rank 0 alone, anything else with the rank and host named. Returns

@@ -30,15 +30,20 @@ std::string launcher_words(const GlobalOptions& global) {
 
 }  // namespace
 
+bool runs_under_mpi(const std::string& subcommand) {
+  return subcommand == "topo" || subcommand == "trace" || subcommand == "diagnose";
+}
+
 std::optional<int> check_mpi_use(const GlobalOptions& global, const std::string& subcommand) {
   if (!global.mpi && !global.launch.several_ranks()) return std::nullopt;
-  if (subcommand != "topo") {
+  if (!runs_under_mpi(subcommand)) {
     std::string message =
-        global.mpi ? fmt::format("--mpi: only topo runs under MPI so far; {} does not", subcommand)
-                   : fmt::format(
-                         "{} does not run under MPI yet, only topo does: run {} once per "
-                         "node, without the launcher ({})",
-                         subcommand, subcommand, launcher_words(global));
+        global.mpi
+            ? fmt::format("--mpi: topo, trace and diagnose run under MPI; {} does not", subcommand)
+            : fmt::format(
+                  "{} does not run under MPI, only topo, trace and diagnose do: run {} "
+                  "once per node, without the launcher ({})",
+                  subcommand, subcommand, launcher_words(global));
     if (subcommand == "record") {
       message +=
           "; to record an MPI job, put the launcher after record: commtool record -- "
@@ -48,11 +53,11 @@ std::optional<int> check_mpi_use(const GlobalOptions& global, const std::string&
   }
   if (!cluster::MpiSession::built_with_mpi()) {
     return refuse(global,
-                  fmt::format("topo under MPI: this commtool was built without MPI (CMake "
-                              "found no MPI library), so it cannot gather the nodes ({}); build "
-                              "it where Open MPI is installed (scripts/setup.sh installs "
-                              "libopenmpi-dev), or run topo once per node without the launcher",
-                              launcher_words(global)));
+                  fmt::format("{} under MPI: this commtool was built without MPI (CMake "
+                              "found no MPI library), so its ranks cannot reach each other ({}); "
+                              "build it where Open MPI is installed (scripts/setup.sh installs "
+                              "libopenmpi-dev), or run {} once per node without the launcher",
+                              subcommand, launcher_words(global), subcommand));
   }
   return std::nullopt;
 }

@@ -102,7 +102,22 @@ TEST(MpiTopo, ARankThatCannotReadItsNodeIsNamedByRankZeroOnce) {
 }
 
 TEST(MpiTopo, ACommandThatDoesNotRunUnderMpiIsRefusedOnceWithoutInitialisingMpi) {
-  auto r = mpirun(4, "trace allreduce");
+  auto r = mpirun(4, "probe");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_EQ(count(r.out, "trace does not run under MPI yet, only topo does"), 1u) << r.out;
+  EXPECT_EQ(count(r.out, "probe does not run under MPI, only topo, trace and diagnose do"), 1u)
+      << r.out;
+}
+
+TEST(MpiTopo, AMalformedCommandLineIsSaidOnceByRankZero) {
+  auto r = mpirun(3, "trace allreduce --iters 0");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(count(r.out, "--iters: Value 0 not in range"), 1u) << r.out;
+}
+
+// diagnose ep --dry-run measures nothing, so it runs here: rank 0 prints the plan once and the
+// other ranks, which served it, end with it (no GPU is needed to learn the job's hosts).
+TEST(MpiTopo, AMeasuringCommandRunsAtRankZeroAndTheOtherRanksEndWithIt) {
+  auto r = mpirun(3, "diagnose ep --dry-run --experts 6 --topk 2 --tokens 64");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(count(r.out, "commtool diagnose ep:"), 1u) << r.out;
 }

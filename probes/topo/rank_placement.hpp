@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "probes/base/workers/cluster_group.hpp"
 #include "probes/base/workers/launcher.hpp"
 #include "probes/base/workers/placement.hpp"
 #include "probes/topo/topology.hpp"
@@ -13,8 +16,11 @@
 namespace commtool::topo {
 
 struct RankPlacement {
-  Topology topology;     // the GPUs the ranks use, each once
+  Topology topology;     // the GPUs the ranks use, each once (on one machine; under MPI, rank 0's)
   std::vector<Gpu> gpu;  // by rank
+  // Under MPI the host of each rank, by rank (a GPU is a host's and its index); empty on one
+  // machine.
+  std::vector<std::string> hosts;
   int nranks() const { return static_cast<int>(gpu.size()); }
   workers::PlacementSummary summary() const;
   std::vector<workers::WorkerSpec> specs() const;  // rank r on gpu[r]
@@ -28,5 +34,16 @@ struct RankPlacement {
 RankPlacement place_ranks(const std::vector<int>& rank_devices, const std::string& command);
 // The same from a topology already read (pure; tests use fixtures).
 RankPlacement place_ranks(Topology topology, const std::vector<int>& rank_devices);
+
+// Under MPI (a workers::ClusterScope alive), place_ranks asks every rank for its GPU: each node
+// reads its own machine, `rank_devices` lists that node's GPUs one entry per rank of the node in
+// local-rank order (empty: one rank per GPU), and a node with more ranks than entries is an
+// error naming it. This is the answer of one rank; the name of the question is
+// kPlacementQuestion.
+inline constexpr const char* kPlacementQuestion = "placement";
+nlohmann::json answer_placement(const workers::ClusterRank& self, const nlohmann::json& args);
+// The GPU of every rank from their answers (pure; tests use fixtures).
+RankPlacement placement_from_answers(Topology topology, const std::vector<nlohmann::json>& answers,
+                                     const std::vector<std::string>& hosts);
 
 }  // namespace commtool::topo

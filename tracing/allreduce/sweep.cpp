@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <optional>
+#include <set>
 
 #include "probes/base/error.hpp"
 #include "probes/base/measure/byte_size.hpp"
@@ -166,7 +167,8 @@ AllReducePoint ipc_point(IpcAlgorithm a, const IpcTimedSize& s, int nranks) {
 
 // commtool's one-shot and two-shot, in one group of workers.
 std::vector<AllReducePath> ipc_paths(const AllReduceSweepRequest& r,
-                                     const std::vector<int>& devices) {
+                                     const topo::RankPlacement& placement) {
+  const std::vector<int> devices = placement.devices();
   std::vector<AllReducePath> out = {ipc_path(IpcAlgorithm::kOneShot),
                                     ipc_path(IpcAlgorithm::kTwoShot)};
   const int nranks = static_cast<int>(devices.size());
@@ -176,6 +178,12 @@ std::vector<AllReducePath> ipc_paths(const AllReduceSweepRequest& r,
     return out;
   };
   if (std::string why = ipc_not_applicable(r, nranks); !why.empty()) return not_applicable(why);
+  if (const std::set<std::string> hosts(placement.hosts.begin(), placement.hosts.end());
+      hosts.size() > 1) {
+    return not_applicable(fmt::format(
+        "CUDA IPC reaches only the GPUs of one host, and the MPI job's ranks are on {} hosts",
+        hosts.size()));
+  }
   IpcTimeRequest q;
   q.executable = r.executable;
   q.devices = devices;
@@ -289,7 +297,7 @@ AllReduceSweep run_allreduce_sweep(const AllReduceSweepRequest& request) {
     for (const char* proto : {"LL", "LL128", "Simple"})
       sweep.paths.push_back(nccl_path(request, algo, proto));
   }
-  for (AllReducePath& p : ipc_paths(request, placement.devices()))
+  for (AllReducePath& p : ipc_paths(request, placement))
     sweep.paths.push_back(std::move(p));
   // Each setting ran in its own processes, one after another, so their times also differ by
   // whatever drifts between runs (clocks, heat): NCCL's default, run again last, measures it.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "probes/base/error.hpp"
 #include "probes/base/measure/statistics.hpp"
@@ -20,6 +21,12 @@ namespace commtool::tracing {
 namespace {
 
 using nlohmann::json;
+
+// "node-b " before a rank's GPU when the ranks are on several hosts (an MPI run), else "".
+std::string host_of(const topo::RankPlacement& placement, size_t rank) {
+  const std::set<std::string> hosts(placement.hosts.begin(), placement.hosts.end());
+  return hosts.size() > 1 ? placement.hosts.at(rank) + " " : "";
+}
 
 topo::RankPlacement ranks_for(const std::vector<int>& devices) {
   return topo::place_ranks(devices, "diagnose ep");
@@ -159,8 +166,8 @@ EpMeasurement run_ep_measurement(const EpMeasureRequest& q) {
   }
   for (const json& r : results) {
     const auto rank = r.at("rank").get<size_t>();
-    m.gpus.push_back(fmt::format("GPU {} ({}, {})", r.at("device").get<int>(),
-                                 r.at("bus_id").get<std::string>(),
+    m.gpus.push_back(fmt::format("{}GPU {} ({}, {})", host_of(placement, rank),
+                                 r.at("device").get<int>(), r.at("bus_id").get<std::string>(),
                                  r.at("gpu_name").get<std::string>()));
     for (const json& times : r.at("times")) {
       const EpScenarioKind kind = scenario_named(times.at("scenario").get<std::string>());

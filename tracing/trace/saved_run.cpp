@@ -208,6 +208,7 @@ nlohmann::json to_json(const RankRun& rank, bool with_records) {
             {"device", rank.device},
             {"bus_id", rank.bus_id},
             {"gpu_name", rank.gpu_name},
+            {"host", rank.host},
             {"plugin_status", rank.plugin_status},
             {"clock_note", rank.clock_note},
             {"samples", std::move(samples)},
@@ -223,6 +224,7 @@ RankRun rank_run_from_json(const nlohmann::json& j) {
   r.device = get<int>(j, "device");
   r.bus_id = shown_string(j, "bus_id");
   r.gpu_name = shown_string(j, "gpu_name");
+  r.host = optional_string(j, "host");
   r.plugin_status = shown_string(j, "plugin_status");
   r.clock_note = shown_string(j, "clock_note");
   r.samples = get_list<OperationSample>(j, "samples", sample_from_json);

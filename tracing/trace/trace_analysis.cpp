@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "tracing/collectives/collective_data.hpp"
@@ -252,13 +253,19 @@ TraceReport analyse(const TraceRun& run) {
   report.warnings = run.warnings;
   const Collective c = run.meta.collective;
   const DataType t = run.meta.dtype;
-  std::vector<std::string> bus_ids;
-  for (const RankRun& r : run.ranks)
-    bus_ids.push_back(r.bus_id);
-  report.placement = workers::summarize_placement(bus_ids);
+  // A GPU is a host's: the same bus id on two hosts (an MPI run) is two GPUs.
+  std::set<std::string> hosts;
+  std::vector<std::string> gpus;
   for (const RankRun& r : run.ranks) {
-    report.gpus.push_back(
-        fmt::format("rank {}: GPU {} ({}, {})", r.rank, r.device, r.bus_id, r.gpu_name));
+    gpus.push_back(r.host + "/" + r.bus_id);
+    hosts.insert(r.host);
+  }
+  report.placement = workers::summarize_placement(gpus);
+  for (const RankRun& r : run.ranks) {
+    report.gpus.push_back(hosts.size() > 1 ? fmt::format("rank {}: {} GPU {} ({}, {})", r.rank,
+                                                         r.host, r.device, r.bus_id, r.gpu_name)
+                                           : fmt::format("rank {}: GPU {} ({}, {})", r.rank,
+                                                         r.device, r.bus_id, r.gpu_name));
     if (std::find(report.plugin_status.begin(), report.plugin_status.end(), r.plugin_status) ==
         report.plugin_status.end()) {
       report.plugin_status.push_back(r.plugin_status);

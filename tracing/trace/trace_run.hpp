@@ -53,6 +53,7 @@ struct RankRun {
   int device = 0;  // CUDA ordinal, PCI bus order
   std::string bus_id;
   std::string gpu_name;
+  std::string host;   // where the rank ran ("" in runs saved before it was kept)
   RecordSet records;  // empty when CUPTI was off
   std::vector<OperationSample> samples;
   std::vector<StreamScopeSample> scope;

@@ -164,6 +164,7 @@ json run_trace(workers::WorkerContext& ctx, const json& task) {
   cudaDeviceProp prop{};
   CUDA_TRY(cudaGetDeviceProperties(&prop, out.device));
   out.gpu_name = prop.name;
+  out.host = host_name_here();
 
   nccl::Library lib;
   const ncclUniqueId id = shared_unique_id(ctx, lib);

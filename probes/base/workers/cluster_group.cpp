@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "probes/base/cluster/mpi_session.hpp"
@@ -342,10 +343,21 @@ GroupOutcome ClusterGroups::take_part(const json& instruction) {
 
   const auto round_limit = timeout + step + kRoundMargin;
   GroupOutcome outcome;
-  ClusterMember member(executable_, self_.rank, self_.size, device, env, name(self_.rank), timeout,
-                       step, instruction.at("task").dump());
+  // A rank that cannot even start its worker says so in the first round, like any failure.
+  std::optional<ClusterMember> member;
+  std::optional<MemberStep> cannot_start;
+  try {
+    member.emplace(executable_, self_.rank, self_.size, device, env, name(self_.rank), timeout,
+                   step, instruction.at("task").dump());
+  } catch (const Error& e) {
+    MemberStep s;
+    s.failure.what = fmt::format("{}: {}", name(self_.rank), e.what());
+    s.failure.code = e.code();
+    s.failure.when_ns = 0;  // before anything else happened
+    cannot_start = s;
+  }
   for (;;) {
-    const MemberStep mine = member.next();
+    const MemberStep mine = cannot_start ? *cannot_start : member->next();
     json header = {{"at", kind_name(mine.kind)}, {"seq", mine.sequence}};
     if (mine.kind == MemberStep::Kind::kFailed) {
       const MemberFailure& f = mine.failure;
@@ -421,19 +433,23 @@ GroupOutcome ClusterGroups::take_part(const json& instruction) {
     auto [word, blobs] = unframe(reply, 0);
     const std::string what = word.value("do", "");
     if (what == "release") {
-      member.release(mine, blobs);
+      member->release(mine, blobs);
       continue;
     }
     if (what == "done") {
-      member.finish();
+      member->finish();
       return outcome;
     }
     break;  // "stop"
   }
 
   // Stopped: every rank stops its worker, then rank 0 learns where each stood.
-  member.stop();
-  const std::string where = progress_to_json(member.progress()).dump();
+  RankProgress progress;
+  if (member) {
+    member->stop();
+    progress = member->progress();
+  }
+  const std::string where = progress_to_json(progress).dump();
   const std::vector<std::string> gathered = bounded(self_, round_limit, "mpi-progress", [&] {
     return session_.gather_to_root(where, kMaxContribution);
   });
