@@ -4,8 +4,9 @@ point-to-point operations, times each one itself the way users time them, checks
 and writes what it issued and measured to --results DIR/rank-R.json, so that the recording can be
 compared with the truth.
 
-World size: from torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT) or, with --nproc N,
-from its own launcher, which starts N copies of itself as a user's launcher would. Every process
+World size: from torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT), from Open MPI's
+mpirun (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK) or, with --nproc N, from its own launcher,
+which starts N copies of itself as a user's launcher would. Every process
 sets NCCL_HOSTID to a value of its own before NCCL starts when ranks share a GPU: NCCL refuses
 two ranks of one host on one GPU, and the host id is what it compares (they then talk over
 NCCL's socket transport on loopback).
@@ -238,9 +239,10 @@ def main():
     args = parse_args(sys.argv[1:])
     if args.nproc > 0:
         return launch(args)
-    rank = int(os.environ.get("RANK", "0"))
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    local = int(os.environ.get("LOCAL_RANK", str(rank)))
+    rank = int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+    world = int(os.environ.get("WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "1")))
+    local = int(os.environ.get("LOCAL_RANK",
+                               os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", str(rank))))
     import torch
     import torch.distributed as dist
     gpus = torch.cuda.device_count()

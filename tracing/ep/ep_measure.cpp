@@ -10,6 +10,7 @@
 #include "probes/base/error.hpp"
 #include "probes/base/measure/statistics.hpp"
 #include "probes/base/nccl/nccl_library.hpp"
+#include "probes/base/workers/cluster_group.hpp"
 #include "probes/base/workers/launcher.hpp"
 #include "probes/topo/discover.hpp"
 #include "probes/topo/rank_placement.hpp"
@@ -115,7 +116,11 @@ EpRankTrace ep_rank_trace_from_json(const json& j) {
 }
 
 int ep_rank_count(const std::vector<int>& devices) {
-  const int n = devices.empty() ? ranks_for(devices).nranks() : static_cast<int>(devices.size());
+  // Under MPI the job's ranks; on one machine the listed ones, or one per GPU.
+  const workers::ClusterGroups* cluster = workers::active_cluster();
+  const int n = cluster != nullptr ? cluster->self().size
+                : devices.empty()  ? ranks_for(devices).nranks()
+                                   : static_cast<int>(devices.size());
   if (n > kMaxExchangeRanks) {
     throw bad_value("devices",
                     devices.empty() ? "all" : excerpt(fmt::format("{}", fmt::join(devices, ","))),

@@ -7,6 +7,7 @@
 
 #include "probes/base/error.hpp"
 #include "probes/base/measure/memory_limit.hpp"
+#include "probes/base/workers/cluster_group.hpp"
 
 namespace commtool::tracing {
 
@@ -96,10 +97,17 @@ void check_ep_memory(const EpSetup& s, const std::vector<int>& devices) {
       }
     }
   }
-  // What each GPU carries: the ranks listed on it, or one rank per GPU.
-  std::map<int, std::pair<int, uint64_t>> gpu;  // GPU -> ranks, bytes
+  // What each GPU carries: the ranks listed on it, or one rank per GPU. Under MPI, --devices
+  // lists each node's GPUs by local rank, and a GPU is its host's.
+  const workers::ClusterGroups* cluster = workers::active_cluster();
+  std::map<std::pair<std::string, int>, std::pair<int, uint64_t>> gpu;  // GPU -> ranks, bytes
   for (size_t r = 0; r < need.size(); ++r) {
-    const int g = devices.empty() ? static_cast<int>(r) : devices.at(r);
+    const size_t at =
+        cluster != nullptr ? static_cast<size_t>(cluster->local_rank_of(static_cast<int>(r))) : r;
+    if (!devices.empty() && at >= devices.size()) continue;  // placement names such a node
+    const std::pair<std::string, int> g = {
+        cluster != nullptr ? cluster->hosts().at(r) : std::string(),
+        devices.empty() ? static_cast<int>(at) : devices[at]};
     gpu[g].first += 1;
     gpu[g].second = saturating_add(gpu[g].second, need[r]);
   }
@@ -108,8 +116,9 @@ void check_ep_memory(const EpSetup& s, const std::vector<int>& devices) {
         "tokens_per_rank", std::to_string(s.config.tokens_per_rank), load.second,
         measure::kMaxGpuBytes,
         fmt::format("at hidden {} and top-{}, the send and receive buffers of the {} rank(s) on "
-                    "GPU {}",
-                    s.config.hidden, s.config.topk, load.first, g));
+                    "{}GPU {}",
+                    s.config.hidden, s.config.topk, load.first,
+                    g.first.empty() ? "" : g.first + " ", g.second));
   }
 }
 

@@ -172,6 +172,11 @@ ClusterGroups::ClusterGroups(cluster::MpiSession& session, std::string executabl
   }
 }
 
+int ClusterGroups::local_rank_of(int rank) const {
+  const auto end = hosts_.begin() + std::clamp(rank, 0, self_.size);
+  return static_cast<int>(std::count(hosts_.begin(), end, hosts_.at(static_cast<size_t>(rank))));
+}
+
 ClusterGroups::~ClusterGroups() {
   if (!is_root() || finished_) return;
   try {

@@ -66,6 +66,7 @@ class ClusterGroups {
   const ClusterRank& self() const { return self_; }
   bool is_root() const { return self_.rank == 0; }
   const std::vector<std::string>& hosts() const { return hosts_; }  // by rank
+  int local_rank_of(int rank) const;  // among the ranks of its host, in rank order
 
   // Rank 0: every rank's answer to `question`, by rank (its own included). Throws the first
   // failed answer as Error(its code, "rank R on HOST: ...").
