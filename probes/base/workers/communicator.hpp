@@ -1,7 +1,8 @@
 // What worker-side code sees of its peers: its rank, a barrier, an allgather of small blobs
 // (CUDA IPC handles are 64 bytes, an NCCL unique id 128) and a way to hand its result to the
-// launcher. On one node the launcher's socket carries these (SocketCommunicator); a multi-node
-// run will put an MPI communicator behind the same interface, and the probes will not notice.
+// launcher. The launcher's socket carries these (SocketCommunicator); under MPI the launcher is
+// the rank's commtool process and MPI carries them on between nodes (cluster_group.hpp), so the
+// probes do not notice.
 //
 // Every blocking call is bounded by a timeout fixed at construction. On expiry it throws
 // commtool::Error(ExitCode::kTimeout, "rank R: barrier #K timed out after S s"); when the other

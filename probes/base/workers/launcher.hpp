@@ -67,6 +67,10 @@ struct GroupOutcome {
 // thread that lives until it returns.
 //
 // Throws commtool::Error(kEnvironment) when the socket or a process cannot be created.
+//
+// While a ClusterScope is alive (an MPI job, cluster_group.hpp) the group spans the job instead:
+// specs must hold every rank of the job, each node starts its own rank's worker from its own
+// executable, and the outcome is complete at rank 0 only.
 GroupOutcome run_workers(const std::string& executable, const std::vector<WorkerSpec>& specs,
                          const nlohmann::json& task, std::chrono::duration<double> timeout,
                          std::chrono::duration<double> step = {});
