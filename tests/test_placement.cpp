@@ -152,6 +152,64 @@ TEST(PlaceRanks, IndexTheTopologyLacksIsAUsageError) {
   }
 }
 
+// Under MPI each rank names its GPU; the same bus id on two hosts is two GPUs.
+nlohmann::json answer(int index, const std::string& bus) {
+  return {{"index", index}, {"bus_id", bus}, {"name", "NVIDIA H200"}, {"sm", 90}};
+}
+
+TEST(ClusterPlacement, TheSameGpuOnTwoHostsIsTwoGpus) {
+  const RankPlacement p = topo::placement_from_answers(
+      three_gpus(), {answer(0, "0000:01:00.0"), answer(0, "0000:01:00.0")}, {"node-a", "node-b"});
+  EXPECT_EQ(p.nranks(), 2);
+  EXPECT_EQ(p.devices(), (std::vector<int>{0, 0}));
+  EXPECT_EQ(p.gpu[1].name, "NVIDIA H200");
+  EXPECT_FALSE(p.summary().shared_gpu());
+  EXPECT_EQ(p.summary().gpus, 2);
+}
+
+TEST(ClusterPlacement, RanksOfOneHostOnOneGpuShareIt) {
+  const RankPlacement p = topo::placement_from_answers(
+      three_gpus(), {answer(0, "0000:01:00.0"), answer(0, "0000:01:00.0")}, {"node-a", "node-a"});
+  EXPECT_TRUE(p.summary().shared_gpu());
+}
+
+TEST(ClusterPlacement, AnAnswerWithoutItsGpuNamesTheRankAndItsHost) {
+  try {
+    topo::placement_from_answers(three_gpus(), {answer(0, "0000:01:00.0"), {{"index", 1}}},
+                                 {"node-a", "node-b"});
+    FAIL() << "rank 1 gave no bus id";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1 on node-b"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ClusterPlacement, EachRankTakesItsNodesEntryAtItsLocalRank) {
+  ClusterRank self;
+  self.host = "node-b";
+  self.local_rank = 1;
+  self.local_size = 3;
+  const nlohmann::json a = topo::placement_answer(place_ranks(three_gpus(), {2, 0, 0}), self, true);
+  EXPECT_EQ(a["index"], 0);
+  EXPECT_EQ(a["bus_id"], "0000:01:00.0");
+}
+
+TEST(ClusterPlacement, ANodeWithMoreRanksThanListedGpusIsNamed) {
+  ClusterRank self;
+  self.host = "node-b";
+  self.local_rank = 2;
+  self.local_size = 3;
+  try {
+    topo::placement_answer(place_ranks(three_gpus(), {0, 0}), self, true);
+    FAIL() << "two entries for three ranks";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_NE(
+        std::string(e.what()).find("node-b runs 3 ranks of this MPI job but --devices lists 2"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(SharedGpuEnvironment, EachRankGetsItsOwnHostIdNamingTheRun) {
   const std::string id0 = value_of(shared_gpu_environment(0, "run42", {}), "NCCL_HOSTID");
   const std::string id1 = value_of(shared_gpu_environment(1, "run42", {}), "NCCL_HOSTID");

@@ -299,6 +299,26 @@ TEST(TraceAnalysis, RanksWithTheSameBusIdShareAGpu) {
   EXPECT_EQ(r.placement.gpus, 1);
 }
 
+// An MPI run: the same bus id on two hosts is two GPUs, and each rank's GPU names its host.
+TEST(TraceAnalysis, TheSameBusIdOnTwoHostsIsTwoGpusNamedWithTheirHosts) {
+  TraceRun run = two_rank_split_run(kBusA, kBusA);
+  run.ranks[0].host = "node-a";
+  run.ranks[1].host = "node-b";
+  TraceReport r = analyse(run);
+  EXPECT_FALSE(r.placement.shared_gpu());
+  EXPECT_EQ(r.placement.gpus, 2);
+  ASSERT_EQ(r.gpus.size(), 2u);
+  EXPECT_EQ(r.gpus[1].rfind("rank 1: node-b GPU 1 (" + kBusA, 0), 0u) << r.gpus[1];
+}
+
+TEST(TraceAnalysis, RanksOfOneHostAreNamedWithoutIt) {
+  TraceRun run = two_rank_split_run(kBusA, kBusA);
+  run.ranks[0].host = run.ranks[1].host = "node-a";
+  TraceReport r = analyse(run);
+  EXPECT_TRUE(r.placement.shared_gpu());
+  EXPECT_EQ(r.gpus[0].rfind("rank 0: GPU 0 (", 0), 0u) << r.gpus[0];
+}
+
 TEST(TraceAnalysis, RanksWithDifferentBusIdsDoNotShareAGpu) {
   TraceReport r = analyse(two_rank_split_run(kBusA, kBusB));
   EXPECT_FALSE(r.placement.shared_gpu());

@@ -60,16 +60,22 @@ RankPlacement place_ranks(const std::vector<int>& rank_devices, const std::strin
 
 nlohmann::json answer_placement(const workers::ClusterRank& self, const nlohmann::json& args) {
   const auto rank_devices = args.value("devices", std::vector<int>{});
-  const RankPlacement node = place_ranks(
-      discover_for_launcher(rank_devices, args.value("command", "commtool")), rank_devices);
+  return placement_answer(
+      place_ranks(discover_for_launcher(rank_devices, args.value("command", "commtool")),
+                  rank_devices),
+      self, !rank_devices.empty());
+}
+
+nlohmann::json placement_answer(const RankPlacement& node, const workers::ClusterRank& self,
+                                bool listed) {
   if (self.local_rank >= node.nranks()) {
-    throw Error(ExitCode::kUsage,
-                fmt::format("{} runs {} ranks of this MPI job but {} {} GPU(s): under MPI, "
-                            "--devices lists each node's GPUs, one entry per rank of the node "
-                            "(0,0 puts two ranks on GPU 0); start fewer ranks per node or list "
-                            "more GPUs",
-                            self.host, self.local_size,
-                            rank_devices.empty() ? "has" : "--devices lists", node.nranks()));
+    throw Error(
+        ExitCode::kUsage,
+        fmt::format("{} runs {} ranks of this MPI job but {} {} GPU(s): under MPI, "
+                    "--devices lists each node's GPUs, one entry per rank of the node "
+                    "(0,0 puts two ranks on GPU 0); start fewer ranks per node or list "
+                    "more GPUs",
+                    self.host, self.local_size, listed ? "--devices lists" : "has", node.nranks()));
   }
   const Gpu& g = node.gpu[static_cast<size_t>(self.local_rank)];
   return {{"index", g.index},

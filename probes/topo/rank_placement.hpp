@@ -42,6 +42,10 @@ RankPlacement place_ranks(Topology topology, const std::vector<int>& rank_device
 // kPlacementQuestion.
 inline constexpr const char* kPlacementQuestion = "placement";
 nlohmann::json answer_placement(const workers::ClusterRank& self, const nlohmann::json& args);
+// The answer from the node's ranks as placed on its own machine (pure; `listed`: --devices was
+// given). Throws Error(kUsage) naming the host when the node has more ranks than entries.
+nlohmann::json placement_answer(const RankPlacement& node, const workers::ClusterRank& self,
+                                bool listed);
 // The GPU of every rank from their answers (pure; tests use fixtures).
 RankPlacement placement_from_answers(Topology topology, const std::vector<nlohmann::json>& answers,
                                      const std::vector<std::string>& hosts);
