@@ -70,7 +70,7 @@ for n in 2 4; do
   step "trace-np$n" bash -c "${mpi[*]} -np $n '$bin' --devices $devs --json --output '$out/trace-np$n.json' trace allreduce $sizes --iters 20 --save '$out/trace-np$n-run'"
   step "trace-np$n-check" check_json "$out/trace-np$n.json" \
     "d['nranks'] == $n and d['rank_placement'] == {'ranks': $n, 'gpus': 1, 'most_ranks_on_a_gpu': $n, 'shared_gpu': True} and len(d['gpus']) == $n"
-  step "trace-np$n-text" bash -c "'$bin' report '$out/trace-np$n-run' > '$out/trace-np$n.txt' && grep -q 'share' '$out/trace-np$n.txt'"
+  step "trace-np$n-text" bash -c "'$bin' report '$out/trace-np$n-run' > '$out/trace-np$n.txt' && grep -q 'SHARED GPU' '$out/trace-np$n.txt'"
   step "ep-np$n" bash -c "${mpi[*]} -np $n '$bin' --devices $devs --json --output '$out/ep-np$n.json' diagnose ep --experts 8 --topk 2 --tokens 512 --iters 5"
   step "ep-np$n-check" check_json "$out/ep-np$n.json" "d['measured'] is True and d['config']['ranks'] == $n"
 done
