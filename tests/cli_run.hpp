@@ -17,8 +17,8 @@ struct CliResult {
   std::string out;  // standard output, and standard error after it when asked
 };
 
-inline CliResult run_commtool(const std::string& args, bool with_stderr) {
-  const std::string cmd = std::string(COMMTOOL_BINARY) + " " + args + (with_stderr ? " 2>&1" : "");
+// Runs a shell command line and takes what it prints on standard output.
+inline CliResult run_shell(const std::string& cmd) {
   CliResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
@@ -28,6 +28,10 @@ inline CliResult run_commtool(const std::string& args, bool with_stderr) {
   const int status = pclose(pipe);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+inline CliResult run_commtool(const std::string& args, bool with_stderr) {
+  return run_shell(std::string(COMMTOOL_BINARY) + " " + args + (with_stderr ? " 2>&1" : ""));
 }
 
 inline bool contains(const std::string& text, const std::string& what) {

@@ -40,14 +40,10 @@ ClusterRun run_cluster(const json& task, double timeout_s, const std::string& ro
                           " 2>&1";
   ClusterRun r;
   const auto started = std::chrono::steady_clock::now();
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe))
-    r.all.append(buf, n);
-  const int status = pclose(pipe);
+  cli_test::CliResult ran = cli_test::run_shell(cmd);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.code = ran.code;
+  r.all = std::move(ran.out);
   for (size_t at = 0; at < r.all.size();) {
     const size_t end = std::min(r.all.find('\n', at), r.all.size());
     if (r.all.compare(at, 11, "{\"failure\":") == 0)

@@ -22,15 +22,7 @@ cli_test::CliResult mpirun(int ranks, const std::string& args, bool with_stderr 
   const std::string cmd = "timeout 90 " + std::string(COMMTOOL_MPIEXEC) + " --oversubscribe -np " +
                           std::to_string(ranks) + " " + COMMTOOL_BINARY + " " + args +
                           (with_stderr ? " 2>&1" : "");
-  cli_test::CliResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe))
-    r.out.append(buf, n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return cli_test::run_shell(cmd);
 }
 
 std::string hostname() {
