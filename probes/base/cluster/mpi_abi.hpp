@@ -28,6 +28,10 @@ struct CommtoolMpiApi {
                       const int* offsets, char* error, size_t error_size);
   // Rank 0's count bytes of data into data on every rank.
   int (*broadcast_bytes)(void* data, int count, char* error, size_t error_size);
+  // Returns once every rank has called it, sleeping sleep_us between looks instead of spinning
+  // as a blocking MPI collective does: for ranks that wait while another process on their node
+  // measures, and must not take a core from it.
+  int (*barrier_sleeping)(int sleep_us, char* error, size_t error_size);
   int (*finalize)(char* error, size_t error_size);
   // MPI_Get_library_version's text, for --verbose and messages.
   int (*library_version)(char* out, size_t out_size);
@@ -39,7 +43,7 @@ typedef const CommtoolMpiApi* (*CommtoolMpiApiEntry)(void);
 
 namespace commtool::cluster {
 
-inline constexpr int kCommtoolMpiAbiVersion = 1;
+inline constexpr int kCommtoolMpiAbiVersion = 2;
 inline constexpr const char* kCommtoolMpiEntrySymbol = "commtool_mpi_api";
 inline constexpr const char* kCommtoolMpiPluginName = "libcommtool_mpi.so";
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include "probes/base/cluster/mpi_abi.hpp"
 
@@ -60,6 +61,20 @@ int broadcast_bytes(void* data, int count, char* error, size_t error_size) {
   return rc == MPI_SUCCESS ? 0 : fail(rc, "MPI_Bcast", error, error_size);
 }
 
+int barrier_sleeping(int sleep_us, char* error, size_t error_size) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  int rc = MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  if (rc != MPI_SUCCESS) return fail(rc, "MPI_Ibarrier", error, error_size);
+  const timespec pause{sleep_us / 1000000, (sleep_us % 1000000) * 1000L};
+  for (;;) {
+    int done = 0;
+    rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return fail(rc, "MPI_Test", error, error_size);
+    if (done) return 0;
+    nanosleep(&pause, nullptr);
+  }
+}
+
 int finalize(char* error, size_t error_size) {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -83,6 +98,7 @@ constexpr CommtoolMpiApi kApi = {commtool::cluster::kCommtoolMpiAbiVersion,
                                  gather_u64,
                                  gather_bytes,
                                  broadcast_bytes,
+                                 barrier_sleeping,
                                  finalize,
                                  library_version};
 

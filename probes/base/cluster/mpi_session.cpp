@@ -185,6 +185,11 @@ std::string MpiSession::broadcast_from_root(std::string_view at_root) {
   return data;
 }
 
+void MpiSession::barrier_sleeping(std::chrono::microseconds pause) {
+  char error[kErrorSize] = {};
+  check(api_->barrier_sleeping(static_cast<int>(pause.count()), error, sizeof error), error);
+}
+
 void MpiSession::finalize() {
   if (api_ == nullptr) return;
   const CommtoolMpiApi* api = std::exchange(api_, nullptr);

@@ -7,6 +7,7 @@
 // ranks wait for each other forever. Callers bound that wait with their watchdog.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -50,6 +51,10 @@ class MpiSession {
   int32_t broadcast_from_root(int32_t value);
   // Rank 0's bytes (at most 2 GiB), on every rank; what the other ranks pass is ignored.
   std::string broadcast_from_root(std::string_view at_root);
+
+  // Returns when every rank has called it; sleeps `pause` between looks rather than spinning, so
+  // a rank waiting here leaves its node's cores to a process that measures.
+  void barrier_sleeping(std::chrono::microseconds pause);
 
   // MPI_Finalize; throws Error(kEnvironment) with MPI's words when it fails. Once only.
   void finalize();
