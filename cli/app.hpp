@@ -29,8 +29,9 @@ struct GlobalOptions {
   cluster::LaunchEnvironment launch;
 };
 
-// The subcommands that run as the ranks of an MPI job: topo (the cluster view), trace and
-// diagnose (one worker per rank, cli/mpi_run.hpp).
+// The subcommands that run as the ranks of an MPI job: topo (the cluster view), probe (one
+// measuring rank per node, cli/probe_cluster.hpp), trace and diagnose (one worker per rank,
+// cli/mpi_run.hpp).
 bool runs_under_mpi(const std::string& subcommand);
 
 // What MPI means for the chosen subcommand, decided before it runs (cli/mpi_use.cpp): nullopt to

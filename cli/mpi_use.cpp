@@ -31,7 +31,8 @@ std::string launcher_words(const GlobalOptions& global) {
 }  // namespace
 
 bool runs_under_mpi(const std::string& subcommand) {
-  return subcommand == "topo" || subcommand == "trace" || subcommand == "diagnose";
+  return subcommand == "topo" || subcommand == "probe" || subcommand == "trace" ||
+         subcommand == "diagnose";
 }
 
 std::optional<int> check_mpi_use(const GlobalOptions& global, const std::string& subcommand) {
@@ -39,9 +40,10 @@ std::optional<int> check_mpi_use(const GlobalOptions& global, const std::string&
   if (!runs_under_mpi(subcommand)) {
     std::string message =
         global.mpi
-            ? fmt::format("--mpi: topo, trace and diagnose run under MPI; {} does not", subcommand)
+            ? fmt::format("--mpi: topo, probe, trace and diagnose run under MPI; {} does not",
+                          subcommand)
             : fmt::format(
-                  "{} does not run under MPI, only topo, trace and diagnose do: run {} "
+                  "{} does not run under MPI, only topo, probe, trace and diagnose do: run {} "
                   "once per node, without the launcher ({})",
                   subcommand, subcommand, launcher_words(global));
     if (subcommand == "record") {

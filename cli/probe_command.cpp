@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/probe_cluster.hpp"
 #include "probes/bandwidth/probe_plan.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/measure/byte_size.hpp"
@@ -50,6 +51,12 @@ int run_probe(const GlobalOptions& global, ProbeOptions& options) {
   q.timeout_s = global.timeout_s;
   q.devices = global.device_indices;
   q.ipc_placement = global.rank_devices;
+  if (under_mpi(global)) {
+    return run_probe_cluster(global, q,
+                             global.json   ? ProbeFormat::kJson
+                             : options.csv ? ProbeFormat::kCsv
+                                           : ProbeFormat::kText);
+  }
   probe::ProbeReport report = probe::run_probes(q);
   std::string doc = global.json   ? reports::probe_to_json(report).dump(2) + "\n"
                     : options.csv ? reports::render_probe_csv(report)

@@ -94,10 +94,30 @@ TEST(MpiTopo, ARankThatCannotReadItsNodeIsNamedByRankZeroOnce) {
 }
 
 TEST(MpiTopo, ACommandThatDoesNotRunUnderMpiIsRefusedOnceWithoutInitialisingMpi) {
-  auto r = mpirun(4, "probe");
+  auto r = mpirun(4, "report /nonexistent");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_EQ(count(r.out, "probe does not run under MPI, only topo, trace and diagnose do"), 1u)
+  EXPECT_EQ(count(r.out, "report does not run under MPI, only topo, probe, trace and diagnose do"),
+            1u)
       << r.out;
+}
+
+// probe: the lowest rank of each host measures, the others wait. All ranks here share one host,
+// so one rank measures; without a GPU (CI) it fails and rank 0 says so once, with a GPU (the GPU
+// machine) rank 0 prints the one node's figures once.
+TEST(MpiTopo, ProbeMeasuresEachHostFromOneRank) {
+  auto r = mpirun(3, "-v probe --h2d --size 64MiB --repeats 2");
+  EXPECT_EQ(count(r.out, ", measuring this node"), 1u) << r.out;
+  EXPECT_EQ(count(r.out, ", waiting"), 2u) << r.out;
+  EXPECT_TRUE(contains(r.out, "probe: rank 0 of 3 on " + hostname() + ", measuring this node"))
+      << r.out;
+  if (r.code == 0) {
+    EXPECT_EQ(count(r.out, "commtool probe across 1 node(s), 3 MPI rank(s)"), 1u) << r.out;
+  } else {
+    EXPECT_EQ(r.code, 3) << r.out;
+    EXPECT_EQ(count(r.out, "commtool: rank 0 on " + hostname() + ": no NVIDIA GPU found"), 1u)
+        << r.out;
+    EXPECT_FALSE(contains(r.out, "commtool probe across")) << r.out;
+  }
 }
 
 TEST(MpiTopo, AMalformedCommandLineIsSaidOnceByRankZero) {

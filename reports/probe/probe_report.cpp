@@ -17,25 +17,9 @@ using probe::ProbeReport;
 
 namespace {
 
-std::string endpoint(int e) {
-  return e == probe::kHost ? "host" : "GPU" + std::to_string(e);
-}
-
 std::string pct_text(const Measurement& m) {
   probe::Verdict v = probe::judge(m);
   return v.percent > 0 ? fmt::format("{:.0f}%", v.percent) : "-";
-}
-
-std::string verdict_text(const Measurement& m) {
-  probe::Verdict v = probe::judge(m);
-  if (v.percent == 0) return m.unit == "GB/s" ? "no expectation" : "";
-  if (v.above) return "ABOVE SPEC?";
-  if (!v.judged) return "not judged (SM kernels share the SMs)";
-  return v.low ? "LOW" : "ok";
-}
-
-std::string number(double v, const std::string& unit) {
-  return unit == "us" ? fmt::format("{:.2f}", v) : fmt::format("{:.1f}", v);
 }
 
 // One row per measurement: for host<->device and latency, where there are few.
@@ -43,9 +27,9 @@ std::string table(const std::vector<const Measurement*>& ms) {
   TextTable t(
       {"from", "to", "what", "engine", "median", "min", "max", "CV", "expected", "%", "verdict"});
   for (const Measurement* m : ms) {
-    t.add_row({endpoint(m->src), endpoint(m->dst), m->what, probe::to_string(m->engine),
-               number(m->summary.median, m->unit), number(m->summary.min, m->unit),
-               number(m->summary.max, m->unit), fmt::format("{:.1f}%", 100 * m->summary.cv),
+    t.add_row({endpoint_name(m->src), endpoint_name(m->dst), m->what, probe::to_string(m->engine),
+               figure_text(m->summary.median, m->unit), figure_text(m->summary.min, m->unit),
+               figure_text(m->summary.max, m->unit), fmt::format("{:.1f}%", 100 * m->summary.cv),
                m->expected > 0 ? fmt::format("{:.1f} ({})", m->expected, m->expected_basis) : "-",
                pct_text(*m), verdict_text(*m)});
   }
@@ -58,7 +42,7 @@ struct Axis {
   bool by_rank = false;
   int src(const Measurement& m) const { return by_rank ? m.src_rank : m.src; }
   int dst(const Measurement& m) const { return by_rank ? m.dst_rank : m.dst; }
-  std::string name(int k) const { return by_rank ? "rank" + std::to_string(k) : endpoint(k); }
+  std::string name(int k) const { return by_rank ? "rank" + std::to_string(k) : endpoint_name(k); }
 };
 
 // nvbandwidth-style matrix: rows are sources, columns destinations, cells the median.
@@ -74,7 +58,7 @@ std::string matrix(const std::vector<const Measurement*>& ms, const std::vector<
       std::string cell = src == dst ? "-" : "n/a";
       for (const Measurement* m : ms) {
         if (axis.src(*m) != src || axis.dst(*m) != dst) continue;
-        cell = number(m->summary.median, m->unit);
+        cell = figure_text(m->summary.median, m->unit);
         if (m->expected > 0) cell += " (" + pct_text(*m) + ")";
       }
       row.push_back(cell);
@@ -136,6 +120,35 @@ std::string peer_section(const ProbeReport& r, const std::string& probe, const s
 
 }  // namespace
 
+std::string endpoint_name(int e) {
+  return e == probe::kHost ? "host" : "GPU" + std::to_string(e);
+}
+
+std::string verdict_text(const Measurement& m) {
+  probe::Verdict v = probe::judge(m);
+  if (v.percent == 0) return m.unit == "GB/s" ? "no expectation" : "";
+  if (v.above) return "ABOVE SPEC?";
+  if (!v.judged) return "not judged (SM kernels share the SMs)";
+  return v.low ? "LOW" : "ok";
+}
+
+std::string verdict_sentence(const Measurement& m) {
+  probe::Verdict v = probe::judge(m);
+  if (!v.low && !v.above) return {};
+  return fmt::format(
+      "{} {} {} {} -> {}: {:.1f} GB/s is {:.0f}% of {:.1f} GB/s ({}); {}",
+      v.low ? "LOW" : "ABOVE SPEC?", m.probe, m.what, endpoint_name(m.src), endpoint_name(m.dst),
+      m.summary.median, v.percent, m.expected, m.expected_basis,
+      v.low ? fmt::format("under {:.0f}%: check the link state in `commtool topo` (width, "
+                          "generation, NUMA placement) and for competing traffic",
+                          100 * probe::kLowShare)
+            : "the expectation is probably wrong for this link; please report it");
+}
+
+std::string figure_text(double v, const std::string& unit) {
+  return unit == "us" ? fmt::format("{:.2f}", v) : fmt::format("{:.1f}", v);
+}
+
 // Where the IPC workers ran, when they ran: ranks sharing a GPU copy within its memory.
 static workers::PlacementSummary ipc_placement(const ProbeReport& r) {
   const bool ran = std::any_of(r.measurements.begin(), r.measurements.end(),
@@ -185,16 +198,7 @@ std::string render_probe_text(const ProbeReport& r) {
 
   std::string verdicts;
   for (const Measurement& m : r.measurements) {
-    probe::Verdict v = probe::judge(m);
-    if (!v.low && !v.above) continue;
-    verdicts += fmt::format(
-        "  {} {} {} {} -> {}: {:.1f} GB/s is {:.0f}% of {:.1f} GB/s ({}); {}\n",
-        v.low ? "LOW" : "ABOVE SPEC?", m.probe, m.what, endpoint(m.src), endpoint(m.dst),
-        m.summary.median, v.percent, m.expected, m.expected_basis,
-        v.low ? fmt::format("under {:.0f}%: check the link state in `commtool topo` (width, "
-                            "generation, NUMA placement) and for competing traffic",
-                            100 * probe::kLowShare)
-              : "the expectation is probably wrong for this link; please report it");
+    if (std::string line = verdict_sentence(m); !line.empty()) verdicts += "  " + line + "\n";
   }
   out += "\nVerdicts (LOW under " + fmt::format("{:.0f}", 100 * probe::kLowShare) +
          "% of the expected rate)\n" +
@@ -204,14 +208,6 @@ std::string render_probe_text(const ProbeReport& r) {
 
 nlohmann::json probe_to_json(const ProbeReport& r) {
   using nlohmann::json;
-  json ms = json::array();
-  for (const Measurement& m : r.measurements) {
-    json j = m;
-    probe::Verdict v = probe::judge(m);
-    j["percent_of_expected"] = v.percent > 0 ? json(v.percent) : json(nullptr);
-    j["verdict"] = verdict_text(m);
-    ms.push_back(j);
-  }
   json refused = json::array();
   for (const auto& p : r.refused)
     refused.push_back({{"gpus", {p.a, p.b}}, {"reason", p.reason}});
@@ -221,36 +217,58 @@ nlohmann::json probe_to_json(const ProbeReport& r) {
   const auto& q = r.request;
   return {{"schema_version", kProbeSchemaVersion},
           {"command", "probe"},
-          {"settings",
-           {{"bytes", q.bytes},
-            {"iters", q.iters},
-            {"repeats", q.repeats},
-            {"warmup", q.warmup},
-            {"timeout_s", q.timeout_s},
-            {"statistic", "median of repeats; GB/s = 1e9 B/s, bytes counted once"},
-            {"low_share", probe::kLowShare}}},
+          {"settings", settings_to_json(q)},
           {"rank_placement",
            ipc_placement(r).ranks > 0 ? workers::to_json(ipc_placement(r)) : json(nullptr)},
-          {"measurements", ms},
+          {"measurements", measurements_to_json(r.measurements)},
           {"refused", refused},
           {"skipped", skipped}};
 }
 
-std::string render_probe_csv(const ProbeReport& r) {
-  std::string out =
-      "probe,what,engine,src,dst,bidirectional,bytes,iters,unit,n,median,min,max,mean,cv,p99,"
-      "expected,expected_basis,percent,verdict\n";
-  for (const Measurement& m : r.measurements) {
-    const auto& s = m.summary;
+nlohmann::json measurements_to_json(const std::vector<Measurement>& measurements) {
+  using nlohmann::json;
+  json ms = json::array();
+  for (const Measurement& m : measurements) {
+    json j = m;
     probe::Verdict v = probe::judge(m);
-    out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},"
-        "\"{}\",{},{}\n",
-        m.probe, m.what, probe::to_string(m.engine), endpoint(m.src), endpoint(m.dst),
-        m.bidirectional ? 1 : 0, m.bytes, m.iters, m.unit, s.n, s.median, s.min, s.max, s.mean,
-        s.cv, s.p99, m.expected > 0 ? fmt::format("{:.6g}", m.expected) : "", m.expected_basis,
-        v.percent > 0 ? fmt::format("{:.1f}", v.percent) : "", verdict_text(m));
+    j["percent_of_expected"] = v.percent > 0 ? json(v.percent) : json(nullptr);
+    j["verdict"] = verdict_text(m);
+    ms.push_back(j);
   }
+  return ms;
+}
+
+nlohmann::json settings_to_json(const probe::ProbeRequest& q) {
+  return {{"bytes", q.bytes},
+          {"iters", q.iters},
+          {"repeats", q.repeats},
+          {"warmup", q.warmup},
+          {"timeout_s", q.timeout_s},
+          {"statistic", "median of repeats; GB/s = 1e9 B/s, bytes counted once"},
+          {"low_share", probe::kLowShare}};
+}
+
+std::string csv_header() {
+  return "probe,what,engine,src,dst,bidirectional,bytes,iters,unit,n,median,min,max,mean,cv,p99,"
+         "expected,expected_basis,percent,verdict";
+}
+
+std::string csv_row(const Measurement& m) {
+  const auto& s = m.summary;
+  probe::Verdict v = probe::judge(m);
+  return fmt::format(
+      "{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},"
+      "\"{}\",{},{}",
+      m.probe, m.what, probe::to_string(m.engine), endpoint_name(m.src), endpoint_name(m.dst),
+      m.bidirectional ? 1 : 0, m.bytes, m.iters, m.unit, s.n, s.median, s.min, s.max, s.mean, s.cv,
+      s.p99, m.expected > 0 ? fmt::format("{:.6g}", m.expected) : "", m.expected_basis,
+      v.percent > 0 ? fmt::format("{:.1f}", v.percent) : "", verdict_text(m));
+}
+
+std::string render_probe_csv(const ProbeReport& r) {
+  std::string out = csv_header() + "\n";
+  for (const Measurement& m : r.measurements)
+    out += csv_row(m) + "\n";
   return out;
 }
 
