@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# commtool under a real mpirun on the GPU machine: topo, trace, diagnose ep and diagnose
+# commtool under a real mpirun on the GPU machine: topo, probe, trace, diagnose ep and diagnose
 # allreduce with 2 and 4 MPI ranks on GPU 0 (each rank its own NCCL host id, which commtool sets
 # because they share the GPU), their outputs checked; a rank that dies or stalls, by trace's
 # --fault and by a SIGKILL from outside, must end the job with exit 5 naming the rank and its
@@ -33,7 +33,7 @@ step() {  # step NAME COMMAND...: runs it, logs it, records pass/fail
 }
 # No commtool process may outlive the job that started it.
 # (A worker's command line starts /proc/self/exe __worker.)
-nothing_left() { ! pgrep -af '__worker --socket|commtool .*(trace|diagnose) '; }
+nothing_left() { ! pgrep -af '__worker --socket|commtool .*(probe|trace|diagnose) '; }
 # expect_hang NAME SECONDS_AT_MOST PATTERN... -- COMMAND...: exit 5, every PATTERN in its
 # stderr, within the bound, nothing left behind.
 expect_hang() {
@@ -76,6 +76,46 @@ for n in 2 4; do
 done
 step allreduce-np2 bash -c "${mpi[*]} -np 2 '$bin' --devices 0,0 --json --output '$out/allreduce-np2.json' diagnose allreduce -b 8 -e 1M -f 256 --iters 5"
 step allreduce-np2-check check_json "$out/allreduce-np2.json" "len(d['paths']) >= 9"
+# probe: the node's lowest rank measures while the other waits without spinning (its CPU time
+# against its wall time); the figures beside probe's without MPI, the same run.
+probe_local() { "$bin" --json --output "$out/probe-local.json" probe --h2d --latency; }
+probe_np2() {
+  "${mpi[@]}" -np 2 bash -c 'TIMEFORMAT="cpu rank$OMPI_COMM_WORLD_RANK %U %S %R"; time "$0" "$@"' \
+    "$bin" --json --output "$out/probe-np2.json" probe --h2d --latency 2> "$out/probe-np2.cpu"
+  local rc=$?
+  cat "$out/probe-np2.cpu"
+  return $rc
+}
+probe_np2_check() {
+  python3 - "$out/probe-local.json" "$out/probe-np2.json" "$out/probe-np2.cpu" <<'PY'
+import json, re, sys
+local, mpi = (json.load(open(f)) for f in sys.argv[1:3])
+ok = mpi["mpi"] == {"ranks": 2, "nodes": 1, "measured_by": "the lowest rank of each host"}
+ok &= len(mpi["nodes"]) == 1 and mpi["nodes"][0]["rank"] == 0 and mpi["nodes"][0]["node_ranks"] == 2
+key = lambda m: (m["probe"], m["what"], m["engine"], str(m["src"]), str(m["dst"]))
+mine = {key(m): m["stats"]["median"] for m in mpi["nodes"][0]["measurements"]}
+for m in local["measurements"]:
+    k, a = key(m), m["stats"]["median"]
+    b = mine.get(k)
+    ratio = b / a if b else 0
+    print(f"  {' '.join(k):40s} local {a:9.2f}  under mpirun {b or 0:9.2f}  {ratio:.3f} {m['unit']}")
+    ok &= m["unit"] != "GB/s" or 0.97 <= ratio <= 1.03
+for line in open(sys.argv[3]):
+    if found := re.match(r"cpu rank1 ([\d.]+) ([\d.]+) ([\d.]+)", line):
+        user, system, real = map(float, found.groups())
+        print(f"  waiting rank: {user + system:.2f} s of CPU in {real:.2f} s")
+        ok &= user + system < 0.1 * real
+        break
+else:
+    ok = False
+print("ok" if ok else "FAILED")
+sys.exit(0 if ok else 1)
+PY
+}
+step probe-local probe_local
+step probe-np2 probe_np2
+step probe-np2-check probe_np2_check
+step probe-np2-text bash -c "${mpi[*]} -np 2 '$bin' probe --h2d > '$out/probe-np2.txt' && grep -q 'across 1 node(s), 2 MPI rank(s)' '$out/probe-np2.txt'"
 # The same trace without MPI, for the outputs side by side.
 step trace-local2 bash -c "'$bin' --devices 0,0 --json --output '$out/trace-local2.json' trace allreduce $sizes --iters 20"
 
