@@ -182,3 +182,19 @@ TEST(ExplainProgress, BusyRankSaysHowLongItHasBeenInItsStep) {
   const std::string text = explain_progress({busy}, {}, 3'500'000'000);
   EXPECT_TRUE(contains(text, "; in this step for 2.5 s")) << text;
 }
+
+TEST(StuckInStep, ARankIsStuckOnlyPastItsStepAndTheGrace) {
+  RankProgress p;
+  const std::chrono::duration<double> step(10.0);
+  const int64_t s = 1'000'000'000;
+  EXPECT_FALSE(stuck_in_step(p, step, 100 * s));  // not busy
+  p.busy_since_ns = 5 * s;
+  EXPECT_FALSE(stuck_in_step(p, step, 16 * s));  // 11 s: the bound itself
+  EXPECT_TRUE(stuck_in_step(p, step, 16 * s + 1));
+  const std::string text = stuck_in_step_text("rank 2 (GPU 0)", step);
+  EXPECT_EQ(text.rfind("rank 2 (GPU 0) stayed inside one step for more than 11.0 s although a "
+                       "step may take 10.0 s",
+                       0),
+            0u)
+      << text;
+}

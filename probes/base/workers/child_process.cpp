@@ -202,4 +202,14 @@ std::vector<std::string> worker_environment() {
   return env;
 }
 
+std::string describe_lost(ChildProcess& child, const std::string& who,
+                          std::chrono::milliseconds grace) {
+  const auto until = std::chrono::steady_clock::now() + grace;
+  while (!child.poll_exit() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (child.running()) return who + " closed its connection before reporting";
+  if (child.killed_by_signal()) return who + " died: " + child.describe_exit();
+  return who + " " + child.describe_exit() + " before reporting";
+}
+
 }  // namespace commtool::workers

@@ -59,6 +59,12 @@ class ChildProcess {
   bool status_known_ = false;
 };
 
+// What became of a worker whose connection closed before it reported (`who`: "worker for rank 1
+// (GPU 0)"): its socket closes during its exit, a moment before the exit status can be
+// collected, so this waits up to `grace` for it. "... died: killed by signal 9 (SIGKILL)".
+std::string describe_lost(ChildProcess& child, const std::string& who,
+                          std::chrono::milliseconds grace);
+
 // Stops every child still running: SIGTERM, up to `grace` for them to exit, then SIGKILL. Reaps
 // them all, except one stuck in the kernel even after SIGKILL (a wedged driver call), which is
 // named on stderr rather than waited on forever. Returns how many were running.

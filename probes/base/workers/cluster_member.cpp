@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "probes/base/workers/progress_report.hpp"
 #include "probes/base/workers/worker.hpp"
 
 namespace commtool::workers {
@@ -18,7 +19,6 @@ using namespace std::chrono_literals;
 using wire::Clock;
 
 constexpr auto kStopGrace = 1s;  // as the local launcher's
-constexpr auto kStuckGrace = 1s;
 constexpr int kTickMs = 100;
 
 int64_t realtime_now_ns() {
@@ -188,27 +188,12 @@ std::optional<MemberStep> ClusterMember::step_from(wire::Message message) {
 }
 
 MemberStep ClusterMember::lost() {
-  ChildProcess& child = child_.front();
-  const auto until = Clock::now() + kStopGrace;
-  while (!child.poll_exit() && Clock::now() < until)
-    std::this_thread::sleep_for(5ms);
-  const std::string who = "worker for " + name_;
-  if (child.running()) return failed(who + " closed its connection before reporting");
-  if (child.killed_by_signal()) return failed(who + " died: " + child.describe_exit());
-  return failed(who + " " + child.describe_exit() + " before reporting");
+  return failed(describe_lost(child_.front(), "worker for " + name_, kStopGrace));
 }
 
 std::optional<MemberStep> ClusterMember::check_board() const {
-  const RankProgress p = board_.read(rank_);
-  const auto bound = std::chrono::duration_cast<std::chrono::nanoseconds>(step_ + kStuckGrace);
-  if (p.busy_since_ns == 0 || monotonic_now_ns() - p.busy_since_ns <= bound.count()) {
-    return std::nullopt;
-  }
-  return failed(fmt::format(
-      "{} stayed inside one step for more than {:.1f} s although a step may take {:.1f} s (the "
-      "timeout): it is stuck in a call that cannot be bounded from inside (a blocking NCCL call "
-      "waiting for a peer, or the driver), so it was stopped",
-      name_, std::chrono::duration<double>(bound).count(), step_.count()));
+  if (!stuck_in_step(board_.read(rank_), step_, monotonic_now_ns())) return std::nullopt;
+  return failed(stuck_in_step_text(name_, step_));
 }
 
 void ClusterMember::release(const MemberStep& at, const std::string& blobs) {

@@ -39,10 +39,6 @@ constexpr auto kStopGrace = 1s;
 // The poll loop's longest sleep: also how soon a worker that dies before it connects (no
 // socket to hang up) is noticed through waitpid, and how often the progress board is read.
 constexpr int kTickMs = 100;
-// How much longer than its own bound a worker may stay in one busy step before the launcher
-// stops it: enough for the worker's own timeout path (ncclCommAbort, its error message) to win
-// when it works.
-constexpr auto kStuckGrace = 1s;
 
 std::vector<WorkerSpec> by_rank(const std::vector<WorkerSpec>& specs) {
   std::vector<WorkerSpec> ordered(specs.size(), WorkerSpec{-1, -1});
@@ -371,19 +367,10 @@ void Group::check_exits() {
 }
 
 void Group::lost(int rank) {
-  ChildProcess& child = children_[static_cast<std::size_t>(rank)];
-  // Its socket closes during exit, a moment before its exit status can be collected.
-  auto until = Clock::now() + kStopGrace;
-  while (!child.poll_exit() && Clock::now() < until)
-    std::this_thread::sleep_for(5ms);
-  std::string who = "worker for " + name(rank);
-  if (child.running()) {
-    fail(rank, who + " closed its connection before reporting", ExitCode::kTimeout);
-  } else if (child.killed_by_signal()) {
-    fail(rank, who + " died: " + child.describe_exit(), ExitCode::kTimeout);
-  } else {
-    fail(rank, who + " " + child.describe_exit() + " before reporting", ExitCode::kTimeout);
-  }
+  fail(rank,
+       describe_lost(children_[static_cast<std::size_t>(rank)], "worker for " + name(rank),
+                     kStopGrace),
+       ExitCode::kTimeout);
 }
 
 void Group::report_stall() {
@@ -416,17 +403,10 @@ void Group::check_board() {
     return fail(d->others.front().first, describe(*d), ExitCode::kTimeout);
   }
   const int64_t now = monotonic_now_ns();
-  const auto bound = std::chrono::duration_cast<std::chrono::nanoseconds>(step_ + kStuckGrace);
   for (const RankProgress& p : ranks) {
-    if (p.busy_since_ns == 0 || now - p.busy_since_ns <= bound.count()) continue;
-    return fail(
-        p.rank,
-        fmt::format("{} stayed inside one step for more than {:.1f} s although a step may "
-                    "take {:.1f} s (the timeout): it is stuck in a call that cannot be bounded "
-                    "from inside (a "
-                    "blocking NCCL call waiting for a peer, or the driver), so it was stopped",
-                    name(p.rank), std::chrono::duration<double>(bound).count(), step_.count()),
-        ExitCode::kTimeout);
+    if (stuck_in_step(p, step_, now)) {
+      return fail(p.rank, stuck_in_step_text(name(p.rank), step_), ExitCode::kTimeout);
+    }
   }
 }
 

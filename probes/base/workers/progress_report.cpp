@@ -213,4 +213,17 @@ std::string explain_progress(const std::vector<RankProgress>& ranks,
   return out;
 }
 
+bool stuck_in_step(const RankProgress& p, std::chrono::duration<double> step, int64_t now_ns) {
+  const auto bound = std::chrono::duration_cast<std::chrono::nanoseconds>(step + kStuckGrace);
+  return p.busy_since_ns != 0 && now_ns - p.busy_since_ns > bound.count();
+}
+
+std::string stuck_in_step_text(const std::string& name, std::chrono::duration<double> step) {
+  return fmt::format(
+      "{} stayed inside one step for more than {:.1f} s although a step may take {:.1f} s (the "
+      "timeout): it is stuck in a call that cannot be bounded from inside (a blocking NCCL call "
+      "waiting for a peer, or the driver), so it was stopped",
+      name, (step + kStuckGrace).count(), step.count());
+}
+
 }  // namespace commtool::workers

@@ -2,6 +2,7 @@
 // behind, and the first operation the ranks disagree on. Pure: tests feed it snapshots.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,15 @@ std::string describe(const Divergence& d);
 std::string explain_progress(const std::vector<RankProgress>& ranks,
                              const std::vector<std::string>& names, int64_t now_ns,
                              bool shared_gpu = false);
+
+// A rank busy in one bounded step (its `busy_since_ns` set) is stuck once it has been there for
+// the step's bound plus this grace: enough for the worker's own timeout path (ncclCommAbort, its
+// error message) to win when it works. The local launcher and every rank of an MPI job judge
+// alike.
+inline constexpr std::chrono::seconds kStuckGrace{1};
+bool stuck_in_step(const RankProgress& p, std::chrono::duration<double> step, int64_t now_ns);
+// "<name> stayed inside one step for more than 11.0 s although a step may take 10.0 s ..."
+std::string stuck_in_step_text(const std::string& name, std::chrono::duration<double> step);
 
 // Ranks as a short list: runs of three or more as a range ("0-2, 7"), pairs as "0, 1".
 std::string rank_list(const std::vector<int>& ranks);
