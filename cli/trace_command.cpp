@@ -152,13 +152,17 @@ tracing::TraceRequest build_request(const GlobalOptions& global, TraceOptions& o
   return q;
 }
 
-// Operations each rank runs and keeps until it reports: warm-up and measured, per size and
-// completion run, twice with the untraced pass, and the stream-scope samples.
+// Operations each rank runs (most kept until it reports): warm-up and measured, per size and
+// completion run, twice with the untraced pass, the batches and the stream-scope samples.
 uint64_t operations_per_rank(const tracing::TraceRequest& q) {
   using measure::saturating_mul;
   const auto per_run = static_cast<uint64_t>(q.iters) + static_cast<uint64_t>(q.warmup);
   uint64_t ops = saturating_mul(saturating_mul(q.sizes.size(), q.modes.size()), per_run);
   if (q.cupti && q.untraced_pass) ops = saturating_mul(ops, 2);
+  ops = measure::saturating_add(
+      ops,
+      saturating_mul(saturating_mul(q.sizes.size(), static_cast<uint64_t>(tracing::batches_run(q))),
+                     static_cast<uint64_t>(q.iters)));
   return measure::saturating_add(
       ops, saturating_mul(q.modes.size(), static_cast<uint64_t>(std::max(q.scope_samples, 0))));
 }
@@ -252,6 +256,12 @@ Runner register_trace(CLI::App& app, const GlobalOptions& global) {
       ->capture_default_str();
   cmd->add_option("-w,--warmup", q.warmup, "Unmeasured operations before them")
       ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+  cmd->add_option("--batches", q.batches,
+                  "Untraced batches per size of --iters operations back to back, each timed as "
+                  "one: nccl-tests' statistic, shown beside the per-operation median (none in "
+                  "place or with --no-baseline; 0: none)")
+      ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   cmd->add_option("-d,--dtype", o->dtype, "Element type")->capture_default_str();
   cmd->add_option("-o,--op", o->op, "Reduction: sum, prod, min, max, avg")->capture_default_str();

@@ -1,7 +1,8 @@
 // GPU tests of `commtool trace` as a user runs it, on one GPU: every collective runs and
-// verifies at one rank, the four completion modes and the stream-scope check behave as the
-// completion levels say they must, and a saved run re-analysed by `commtool report` gives the
-// same figures. Timing is printed by the benchmarks, never asserted here.
+// verifies at one rank, per operation and in back-to-back batches, the four completion modes and
+// the stream-scope check behave as the completion levels say they must, and a saved run re-analysed
+// by `commtool report` gives the same figures. Timing is printed by the benchmarks, never asserted
+// here.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -50,8 +51,14 @@ TEST(GpuTrace, EveryCollectiveRunsAndVerifiesAtOneRank) {
   for (const char* c :
        {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv"}) {
     CliRun r = commtool(std::string("trace ") + c +
-                        " -b 4 -e 1M -f 64 -n 3 -w 1 --mode sync --no-cupti --json");
-    EXPECT_EQ(r.code, 0) << c << "\n" << r.out;
+                        " -b 4 -e 1M -f 64 -n 3 -w 1 --mode sync --no-cupti --json --batches 2");
+    ASSERT_EQ(r.code, 0) << c << "\n" << r.out;
+    // Every size has nccl-tests' statistic too, from two verified batches.
+    for (const json& size : json::parse(r.out).at("sizes")) {
+      EXPECT_EQ(size.at("batch_us").at("n"), 2) << c << " " << size.dump();
+      EXPECT_GT(size.at("batch_us").at("median").get<double>(), 0) << c;
+      EXPECT_EQ(size.at("wrong_elements"), 0) << c;
+    }
   }
   for (const char* d : {"half", "bfloat16", "double", "int8", "uint64"}) {
     CliRun r =

@@ -81,19 +81,38 @@ std::string choice_cell(const tracing::NcclChoice& choice) {
 }
 
 std::string sizes_table(const tracing::TraceReport& r) {
-  TextTable t({"size", "count", "time us", "algbw GB/s", "busbw GB/s", "#wrong", "NCCL ran",
-               "traced/untraced"});
+  const bool batches = std::any_of(r.sizes.begin(), r.sizes.end(),
+                                   [](const tracing::SizeRow& row) { return row.batch_us; });
+  std::vector<std::string> head = {"size",       "count",  "time us",  "algbw GB/s",
+                                   "busbw GB/s", "#wrong", "NCCL ran", "traced/untraced"};
+  if (batches) head.insert(head.begin() + 5, {"batch us", "batch busbw"});
+  TextTable t(head);
   for (const tracing::SizeRow& row : r.sizes) {
-    t.add_row({measure::format_byte_size(row.bytes), std::to_string(row.count),
-               median_spread_us(row.time_us), fmt::format("{:.2f}", row.algbw_gbps),
-               fmt::format("{:.2f}", row.busbw_gbps), std::to_string(row.wrong_elements),
-               choice_cell(row.nccl_choice), tracing_cost(row)});
+    std::vector<std::string> cells = {
+        measure::format_byte_size(row.bytes),  std::to_string(row.count),
+        median_spread_us(row.time_us),         fmt::format("{:.2f}", row.algbw_gbps),
+        fmt::format("{:.2f}", row.busbw_gbps), std::to_string(row.wrong_elements),
+        choice_cell(row.nccl_choice),          tracing_cost(row)};
+    if (batches) {
+      cells.insert(cells.begin() + 5,
+                   {row.batch_us ? median_spread_us(*row.batch_us) : "-",
+                    row.batch_busbw_gbps ? fmt::format("{:.2f}", *row.batch_busbw_gbps) : "-"});
+    }
+    t.add_row(cells);
+  }
+  std::string batch_note;
+  if (batches) {
+    batch_note = fmt::format(
+        "; batch: nccl-tests' statistic, {} untraced batches of {} operations back to back per "
+        "size, each batch's time over its operations averaged over the ranks, median "
+        "[min-max] of the batches",
+        r.meta.batches, r.meta.iters);
   }
   return fmt::format(
       "Collective (time: CUDA events around the collective on the NCCL stream, {}; median "
       "[min-max] of every measured operation, each taken at its slowest rank; busbw with "
-      "nccl-tests' factor)\n{}",
-      r.meta.cupti ? "traced pass" : "untraced", t.render());
+      "nccl-tests' factor{})\n{}",
+      r.meta.cupti ? "traced pass" : "untraced", batch_note, t.render());
 }
 
 std::string wait_cell(const tracing::SplitRow& row) {
@@ -234,7 +253,9 @@ json trace_to_json(const tracing::TraceReport& r) {
                      {"untraced_time_us",
                       row.untraced_time_us ? summary_json(*row.untraced_time_us) : json(nullptr)},
                      {"traced_over_untraced", optional_json(row.traced_over_untraced)},
-                     {"host_call_delta_us", optional_json(row.host_call_delta_us)}});
+                     {"host_call_delta_us", optional_json(row.host_call_delta_us)},
+                     {"batch_us", row.batch_us ? summary_json(*row.batch_us) : json(nullptr)},
+                     {"batch_busbw_gbps", optional_json(row.batch_busbw_gbps)}});
   }
   json splits = json::array();
   for (const tracing::SplitRow& row : r.splits) {
@@ -278,6 +299,7 @@ json trace_to_json(const tracing::TraceReport& r) {
           {"comm", nccl::to_string(r.meta.comm)},
           {"iters", r.meta.iters},
           {"warmup", r.meta.warmup},
+          {"batches", r.meta.batches},
           {"cupti", r.meta.cupti},
           {"nccl_version", r.meta.nccl_version},
           {"nccl_library", r.meta.nccl_library},

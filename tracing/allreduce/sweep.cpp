@@ -85,6 +85,7 @@ TraceRequest nccl_request(const AllReduceSweepRequest& r) {
   q.warmup = r.warmup;
   q.cupti = false;
   q.untraced_pass = false;
+  q.batches = 0;  // the sweep compares per-operation medians
   q.devices = r.devices;
   q.timeout_s = r.timeout_s;
   q.comm = r.comm;

@@ -215,16 +215,20 @@ void CollectiveRunner::produce(const BufferLayout& l, uint32_t seed) {
   CUDA_TRY(cudaEventRecord(input_ready_.get(), producer_.get()));
 }
 
-void CollectiveRunner::enqueue(const BufferLayout& layout, uint64_t seq) {
+void CollectiveRunner::issue_on_board(const BufferLayout& layout, uint64_t seq) {
   BufferLayout l = layout;
   if (faulty(FaultKind::kMismatch, seq)) l.count = std::max<uint64_t>(l.count / 2, 1);
   progress_.enqueued(static_cast<int64_t>(seq), board_name_, l.count);
   progress_.busy();  // a blocking communicator's call may wait for a peer that never comes
+  comm_.settle(issue(l), to_string(spec_.collective));
+  if (faulty(FaultKind::kDie, seq)) ::raise(SIGKILL);
+}
+
+void CollectiveRunner::enqueue(const BufferLayout& layout, uint64_t seq) {
   CUDA_TRY(cudaStreamWaitEvent(nccl_.get(), input_ready_.get(), 0));
   CUDA_TRY(cudaEventRecord(start_.get(), nccl_.get()));
-  comm_.settle(issue(l), to_string(spec_.collective));
+  issue_on_board(layout, seq);
   CUDA_TRY(cudaEventRecord(end_.get(), nccl_.get()));
-  if (faulty(FaultKind::kDie, seq)) ::raise(SIGKILL);
 }
 
 bool CollectiveRunner::complete(CompletionMode mode, int poll_ms, const std::string& what,
@@ -340,6 +344,32 @@ OperationSample CollectiveRunner::run(uint64_t bytes, CompletionMode mode, int p
   s.poll_ms = mode == CompletionMode::kBlockingWait ? poll_ms : 0;
   s.host_call_us = static_cast<double>(mark.enqueue_end_ns - mark.enqueue_start_ns) / 1e3;
   s.wrong_elements = finish(what, seq);
+  float ms = 0;
+  CUDA_TRY(cudaEventElapsedTime(&ms, start_.get(), end_.get()));
+  s.time_us = ms * 1e3;
+  return s;
+}
+
+BatchSample CollectiveRunner::run_batch(uint64_t bytes, int ops, uint64_t first_seq) {
+  const BufferLayout l = buffer_layout(spec_.collective, spec_.dtype, bytes, nranks_);
+  const uint32_t seed = seed_of(first_seq);
+  const uint64_t last = first_seq + static_cast<uint64_t>(ops) - 1;
+  const std::string what =
+      fmt::format("{} #{}-#{} ({}, a batch of {} back to back)", to_string(spec_.collective),
+                  first_seq, last, measure::format_byte_size(bytes), ops);
+  *static_cast<volatile unsigned long long*>(wrong_.get()) = 0;
+  produce(l, seed);
+  CUDA_TRY(cudaStreamWaitEvent(nccl_.get(), input_ready_.get(), 0));
+  CUDA_TRY(cudaEventRecord(start_.get(), nccl_.get()));
+  for (uint64_t seq = first_seq; seq <= last; ++seq)
+    issue_on_board(l, seq);
+  CUDA_TRY(cudaEventRecord(end_.get(), nccl_.get()));
+  consume(l, seed, /*ordered=*/false);
+  BatchSample s;
+  s.first_seq = first_seq;
+  s.bytes = bytes;
+  s.ops = ops;
+  s.wrong_elements = finish(what, last);
   float ms = 0;
   CUDA_TRY(cudaEventElapsedTime(&ms, start_.get(), end_.get()));
   s.time_us = ms * 1e3;

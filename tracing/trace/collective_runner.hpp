@@ -58,6 +58,10 @@ class CollectiveRunner {
   OperationSample run(uint64_t bytes, CompletionMode mode, int poll_ms, uint64_t seq,
                       OperationMark& mark);
 
+  // One batch (trace_run.hpp's BatchSample): the input made once, `ops` operations queued back
+  // to back between one pair of events, the last one's output checked. Out-of-place only.
+  BatchSample run_batch(uint64_t bytes, int ops, uint64_t first_seq);
+
   // One --stream-scope sample: the producer sleeps `sleep_ns` on the GPU before making the
   // input; after the host's wait, stream A waits for the end event and records a marker, and
   // stream B records a marker with no wait.
@@ -74,6 +78,8 @@ class CollectiveRunner {
   // Writes this operation's input on the producer stream and records input-ready after it.
   void produce(const BufferLayout& layout, uint32_t seed);
   void enqueue(const BufferLayout& layout, uint64_t seq);
+  // Queues the operation itself, on the board first (and a --inject-fault at it).
+  void issue_on_board(const BufferLayout& layout, uint64_t seq);
   ncclResult_t issue(const BufferLayout& layout);
   bool faulty(FaultKind kind, uint64_t seq) const;
   // The host's completion step; returns whether it slept between polls.

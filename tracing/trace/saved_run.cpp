@@ -144,6 +144,24 @@ StreamScopeSample scope_from_json(const json& j) {
   return s;
 }
 
+json batch_to_json(const BatchSample& s) {
+  return {{"first_seq", s.first_seq},
+          {"bytes", s.bytes},
+          {"ops", s.ops},
+          {"time_us", s.time_us},
+          {"wrong_elements", s.wrong_elements}};
+}
+
+BatchSample batch_from_json(const json& j) {
+  BatchSample s;
+  s.first_seq = get<uint64_t>(j, "first_seq");
+  s.bytes = get<uint64_t>(j, "bytes");
+  s.ops = get<int>(j, "ops");
+  s.time_us = get<double>(j, "time_us");
+  s.wrong_elements = get<uint64_t>(j, "wrong_elements");
+  return s;
+}
+
 // The plugin's own line format, so a profiler record reads the same in its file and in run.json.
 nccl_profiler::CollectiveRecord nccl_from_json(const json& j) {
   auto r = nccl_profiler::parse_json_line(j.dump());
@@ -197,9 +215,12 @@ void write_file(const fs::path& path, const std::string& content) {
 }  // namespace
 
 nlohmann::json to_json(const RankRun& rank, bool with_records) {
-  json samples = json::array(), scope = json::array(), nccl = json::array();
+  json samples = json::array(), scope = json::array(), batches = json::array(),
+       nccl = json::array();
   for (const OperationSample& s : rank.samples)
     samples.push_back(sample_to_json(s));
+  for (const BatchSample& s : rank.batches)
+    batches.push_back(batch_to_json(s));
   for (const StreamScopeSample& s : rank.scope)
     scope.push_back(scope_to_json(s));
   for (const auto& c : rank.nccl)
@@ -213,6 +234,7 @@ nlohmann::json to_json(const RankRun& rank, bool with_records) {
             {"clock_note", rank.clock_note},
             {"samples", std::move(samples)},
             {"scope", std::move(scope)},
+            {"batches", std::move(batches)},
             {"nccl", std::move(nccl)}};
   if (with_records) j["records"] = serialize_records(rank.records);
   return j;
@@ -229,6 +251,9 @@ RankRun rank_run_from_json(const nlohmann::json& j) {
   r.clock_note = shown_string(j, "clock_note");
   r.samples = get_list<OperationSample>(j, "samples", sample_from_json);
   r.scope = get_list<StreamScopeSample>(j, "scope", scope_from_json);
+  if (j.contains("batches")) {  // runs saved before batches were measured have none
+    r.batches = get_list<BatchSample>(j, "batches", batch_from_json);
+  }
   r.nccl = get_list<nccl_profiler::CollectiveRecord>(j, "nccl", nccl_from_json);
   if (auto text = j.find("records"); text != j.end()) {  // a worker's result carries them
     if (!text->is_string()) throw usage_error("\"records\": expected the records as a string");
@@ -256,6 +281,7 @@ nlohmann::json to_json(const RunMeta& m) {
           {"warmup", m.warmup},
           {"cupti", m.cupti},
           {"untraced_pass", m.untraced_pass},
+          {"batches", m.batches},
           {"scope_samples", m.scope_samples},
           {"scope_sleep_ms", m.scope_sleep_ms},
           {"scope_bytes", m.scope_bytes},
@@ -289,6 +315,7 @@ RunMeta run_meta_from_json(const nlohmann::json& j) {
   m.warmup = get<int>(j, "warmup");
   m.cupti = get<bool>(j, "cupti");
   m.untraced_pass = get<bool>(j, "untraced_pass");
+  m.batches = j.contains("batches") ? get<int>(j, "batches") : 0;
   m.scope_samples = get<int>(j, "scope_samples");
   m.scope_sleep_ms = get<double>(j, "scope_sleep_ms");
   m.scope_bytes = get<uint64_t>(j, "scope_bytes");

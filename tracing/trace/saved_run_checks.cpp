@@ -74,6 +74,7 @@ void check_meta(const RunMeta& m, const std::string& file) {
   at_least(where, "warmup", m.warmup, 0);
   at_least(where, "poll_ms", m.poll_ms, 0);
   at_least(where, "scope_samples", m.scope_samples, 0);
+  at_least(where, "batches", m.batches, 0);
   not_negative(where, "scope_sleep_ms", m.scope_sleep_ms, "milliseconds");
   if (m.root < 0 || m.root >= m.nranks) {
     refuse(where, "\"root\"", std::to_string(m.root),
@@ -102,6 +103,19 @@ void check_samples(const RankRun& r, const RunMeta& m, const std::string& rank_w
     at_least(where, "poll_ms", s.poll_ms, 0);
     not_negative(where, "time_us", s.time_us, "microseconds");
     not_negative(where, "host_call_us", s.host_call_us, "microseconds");
+  }
+  for (size_t i = 0; i < r.batches.size(); ++i) {
+    const BatchSample& s = r.batches[i];
+    const std::string where = fmt::format("{}: \"batches\"[{}]", rank_where, i);
+    if (std::find(m.sizes.begin(), m.sizes.end(), s.bytes) == m.sizes.end()) {
+      refuse(where, "\"bytes\"", std::to_string(s.bytes),
+             fmt::format("is not one of the run's sizes; accepted: {}", fmt::join(m.sizes, ", ")));
+    }
+    at_least(where, "ops", s.ops, 1);
+    if (!(s.time_us > 0) || !std::isfinite(s.time_us)) {
+      refuse(where, "\"time_us\"", fmt::format("{}", s.time_us),
+             "is not a positive number; accepted: the batch's microseconds, above 0");
+    }
   }
   seqs.clear();
   for (size_t i = 0; i < r.scope.size(); ++i) {

@@ -69,6 +69,29 @@ NcclChoice nccl_choice(const TraceRun& run, Collective c, DataType t, const Buff
   return choice;
 }
 
+// Per batch of this size (the i-th of every rank together): its time per operation, averaged
+// over the ranks that ran it.
+std::vector<double> batch_means(const TraceRun& run, uint64_t bytes) {
+  std::vector<double> sum;
+  std::vector<int> ranks;
+  for (const RankRun& r : run.ranks) {
+    size_t i = 0;
+    for (const BatchSample& b : r.batches) {
+      if (b.bytes != bytes || b.ops <= 0) continue;
+      if (i == sum.size()) {
+        sum.push_back(0);
+        ranks.push_back(0);
+      }
+      sum[i] += b.time_us / b.ops;
+      ++ranks[i];
+      ++i;
+    }
+  }
+  for (size_t i = 0; i < sum.size(); ++i)
+    sum[i] /= ranks[i];
+  return sum;
+}
+
 SizeRow size_row(const TraceRun& run, uint64_t bytes, Collective c, DataType t) {
   SizeRow row;
   row.bytes = bytes;
@@ -82,8 +105,16 @@ SizeRow size_row(const TraceRun& run, uint64_t bytes, Collective c, DataType t) 
     for (const OperationSample& s : r.samples) {
       if (s.bytes == bytes) row.wrong_elements += s.wrong_elements;
     }
+    for (const BatchSample& b : r.batches) {
+      if (b.bytes == bytes) row.wrong_elements += b.wrong_elements;
+    }
   }
   row.nccl_choice = nccl_choice(run, c, t, layout);
+  if (std::vector<double> batches = batch_means(run, bytes); !batches.empty()) {
+    row.batch_us = summarize(batches);
+    row.batch_busbw_gbps =
+        busbw_gbps(c, run.meta.nranks, static_cast<double>(bytes), row.batch_us->median);
+  }
   if (traced && run.meta.untraced_pass) {
     Summary untraced = slowest_rank_times(run, bytes, false);
     if (untraced.n > 0 && untraced.median > 0) {

@@ -50,6 +50,10 @@ struct SizeRow {
   std::optional<double> traced_over_untraced;
   std::optional<double> host_call_delta_us;
   std::optional<measure::Summary> untraced_time_us;
+  // nccl-tests' statistic, when batches ran: each batch's time over its operations, averaged
+  // over the ranks (nccl-tests' default), summarised over the batches; busbw from its median.
+  std::optional<measure::Summary> batch_us;
+  std::optional<double> batch_busbw_gbps;
 };
 
 struct SplitRow {

@@ -51,6 +51,7 @@ RunMeta meta_from(const TraceRequest& q, const nccl::Library& lib, int nranks) {
   RunMeta m;
   static_cast<TraceSettings&>(m) = q;
   m.untraced_pass = q.cupti && q.untraced_pass;
+  m.batches = batches_run(q);
   m.nranks = nranks;
   for (const ModeRequest& r : q.modes) {
     if (std::find(m.modes.begin(), m.modes.end(), r.mode) == m.modes.end()) {
@@ -92,6 +93,7 @@ json task_from(const TraceRequest& q, const std::vector<topo::Gpu>& gpus, const 
           {"warmup", q.warmup},
           {"cupti", q.cupti},
           {"untraced_pass", q.cupti && q.untraced_pass},
+          {"batches", batches_run(q)},
           {"scope_samples", q.scope_samples},
           {"scope_sleep_ns", static_cast<uint64_t>(q.scope_sleep_ms * 1e6)},
           {"scope_bytes", largest},

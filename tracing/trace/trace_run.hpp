@@ -48,6 +48,18 @@ struct StreamScopeSample {
   uint64_t wrong_elements = 0;
 };
 
+// One batch of operations of one size run back to back on the NCCL stream, nothing between them
+// (no input written, no host wait, no check until the last), timed by one pair of CUDA events:
+// nccl-tests' statistic, measured here beside the per-operation one so the two tools can be
+// compared like with like. Always untraced.
+struct BatchSample {
+  uint64_t first_seq = 0;  // the operations are first_seq .. first_seq + ops - 1
+  uint64_t bytes = 0;
+  int ops = 0;
+  double time_us = 0;           // the whole batch
+  uint64_t wrong_elements = 0;  // in the output of the last operation
+};
+
 struct RankRun {
   int rank = 0;
   int device = 0;  // CUDA ordinal, PCI bus order
@@ -57,6 +69,7 @@ struct RankRun {
   RecordSet records;  // empty when CUPTI was off
   std::vector<OperationSample> samples;
   std::vector<StreamScopeSample> scope;
+  std::vector<BatchSample> batches;
   std::vector<nccl_profiler::CollectiveRecord> nccl;  // what the profiler plugin saw
   std::string plugin_status;                          // "loaded", or why algo/proto are unknown
   std::string clock_note;                             // how CUPTI and host clocks were joined
@@ -75,10 +88,19 @@ struct TraceSettings {
   int iters = 20;
   int warmup = 5;
   bool cupti = true;
-  bool untraced_pass = true;    // each size untraced too, for the traced/untraced ratio
+  bool untraced_pass = true;  // each size untraced too, for the traced/untraced ratio
+  // Untraced batches of `iters` back-to-back operations per size, after the untraced pass
+  // (none without one); out-of-place only, since an in-place batch feeds each operation the
+  // last one's output. 0: none.
+  int batches = 5;
   int scope_samples = 0;        // stream-scope samples per mode; 0: not run
   double scope_sleep_ms = 100;  // the GPU sleep ahead of each of them
 };
+
+// The batches a run with these settings runs: none without an untraced pass or in place.
+inline int batches_run(const TraceSettings& s) {
+  return (!s.cupti || s.untraced_pass) && !s.inplace ? s.batches : 0;
+}
 
 // The settings as the run ran them (a run without CUPTI has no untraced pass; without scope
 // samples no sleep) and what it found on the machine.

@@ -38,6 +38,7 @@ struct TaskOptions {
   int warmup = 0;
   bool cupti = true;
   bool untraced_pass = true;
+  int batches = 0;
   int scope_samples = 0;  // 0: no --stream-scope
   uint64_t scope_sleep_ns = 0;
   uint64_t scope_bytes = 0;
@@ -65,6 +66,7 @@ TaskOptions options_from(const json& t, int rank) {
   o.warmup = t.at("warmup").get<int>();
   o.cupti = t.at("cupti").get<bool>();
   o.untraced_pass = t.at("untraced_pass").get<bool>();
+  o.batches = t.at("batches").get<int>();
   o.scope_samples = t.at("scope_samples").get<int>();
   o.scope_sleep_ns = t.at("scope_sleep_ns").get<uint64_t>();
   o.scope_bytes = t.at("scope_bytes").get<uint64_t>();
@@ -139,6 +141,23 @@ void run_pass(workers::WorkerContext& ctx, CollectiveRunner& runner, const TaskO
   }
 }
 
+// nccl-tests' statistic: per size, batches of `iters` operations back to back (untraced).
+void run_batches(workers::WorkerContext& ctx, CollectiveRunner& runner, const TaskOptions& o,
+                 uint64_t& seq, RankRun& out) {
+  for (uint64_t bytes : o.sizes) {
+    for (int b = 0; b < o.batches; ++b) {
+      ctx.comm.barrier();
+      BatchSample s = runner.run_batch(bytes, o.iters, seq);
+      seq += static_cast<uint64_t>(o.iters);
+      if (s.wrong_elements > 0) {
+        wrong_data(ctx.rank, o, s.first_seq + static_cast<uint64_t>(s.ops) - 1, bytes,
+                   "the last of a batch", s.wrong_elements);
+      }
+      out.batches.push_back(s);
+    }
+  }
+}
+
 void run_scope(workers::WorkerContext& ctx, CollectiveRunner& runner, const TaskOptions& o,
                uint64_t& seq, RankRun& out) {
   for (const ModeSetting& m : o.modes) {
@@ -186,6 +205,7 @@ json run_trace(workers::WorkerContext& ctx, const json& task) {
     OperationMark ids;
     ids.thread = static_cast<uint32_t>(syscall(SYS_gettid));
     run_pass(ctx, runner, o, false, ids, seq, out, marks);
+    run_batches(ctx, runner, o, seq, out);
   }
   if (o.cupti) {
     CuptiTracer tracer;
