@@ -5,12 +5,16 @@
 #  - tracing's cost: traced/untraced per size;
 #  - the all-reduce table at 1 KiB, 1 MiB, 64 MiB and 256 MiB in every mode (blocking-wait
 #    polling every 10 ms and synchronizing), and --stream-scope over 40 samples at 256 MiB;
-#  - how fast `commtool report` re-analyses saved records (bench_report).
+#  - how fast `commtool report` re-analyses saved records (bench_report);
+#  - where ANCHORS_DIR holds nccl-tests' all_reduce_perf: it and `trace --no-cupti` at the same
+#    sizes, on the same NCCL library, nccl-tests' batch mean beside commtool's batch statistic
+#    (the same statistic) and its per-operation median, with the ratios.
 # Full outputs go to OUT_DIR; a short table is printed last.
-#   scripts/bench-trace.sh OUT_DIR
+#   scripts/bench-trace.sh OUT_DIR [ANCHORS_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: scripts/bench-trace.sh OUT_DIR}
+out=${1:?usage: scripts/bench-trace.sh OUT_DIR [ANCHORS_DIR]}
+anchors=${2:-${ANCHORS:-}}
 mkdir -p "$out"
 bin=build/cli/commtool
 torch_nccl=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2
@@ -37,6 +41,14 @@ run small trace allreduce -b 1K -e 1M -f 1024 -n 20 -w 5 --mode all --poll-ms 10
   --trace "$out/small-trace.json"
 run large trace allreduce -b 64M -e 256M -f 4 -n 20 -w 5 --mode all --poll-ms 10,0 \
   --stream-scope --scope-samples 40
+# Side by side with nccl-tests: 20 operations a batch, 10 warm-up, as both are told.
+"$bin" trace allreduce -b 8 -e 256M -f 8 -n 20 -w 10 --batches 5 --mode sync --no-cupti --json \
+  --output "$out/side.json"
+if [[ -n $anchors && -x $anchors/all_reduce_perf ]]; then
+  nccl_dir=$(dirname "${COMMTOOL_NCCL_LIBRARY:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}")
+  LD_LIBRARY_PATH="$nccl_dir:${LD_LIBRARY_PATH:-}" "$anchors/all_reduce_perf" -b 8 -e 256M -f 8 \
+    -g 1 -w 10 -n 20 > "$out/nccl-tests.txt" 2>&1
+fi
 build/tests/bench_report 2000000 > "$out/report-speed.txt"
 # The whole of `commtool report DIR` (run.json, every check, analysis), 2.1 M records.
 build/tests/bench_report 125000 1 > "$out/report-saved-speed.txt"
@@ -69,4 +81,27 @@ for r in load("large")["stream_scope"]:
     print(f"  {mode:<22} B first {r['b_before_a']}/{r['samples']}  host wait {s(r['host_wait_us'])} us"
           f"  complete at return {r['complete_at_wait_return']}/{r['samples']}")
 print("== commtool report speed"); print(open(f"{out}/report-speed.txt").read())
+import os, re
+side = load("side")
+if os.path.exists(f"{out}/nccl-tests.txt"):
+    text = open(f"{out}/nccl-tests.txt").read()
+    version = re.search(r"NCCL version ([\d.+a-z]+)", text)
+    tests = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 13 and f[0].isdigit() and f[2] == "float":
+            tests[int(f[0])] = (float(f[5]), float(f[6]))  # out-of-place time us, algbw
+    print(f"== trace --no-cupti beside nccl-tests (NCCL {side['nccl_version']} and "
+          f"{version.group(1) if version else 'unknown'}; time us; nccl-tests: mean of a batch of 20)")
+    print(f"  {'size':>10} {'nccl-tests':>10} {'batch median [min-max]':>26} {'ratio':>6} "
+          f"{'per-op median':>14} {'ratio':>6} {'algbw':>7} {'ratio':>6}")
+    for row in side["sizes"]:
+        t = tests.get(row["bytes"])
+        if not t or not row["batch_us"]:
+            continue
+        b = row["batch_us"]
+        algbw = row["bytes"] / b["median"] / 1e3
+        print(f"  {row['bytes']:>10} {t[0]:10.2f} {s(b):>26} {b['median'] / t[0]:6.3f} "
+              f"{row['time_us']['median']:14.2f} {row['time_us']['median'] / t[0]:6.3f} "
+              f"{algbw:7.2f} {algbw / t[1] if t[1] else 0:6.3f}")
 PY

@@ -49,7 +49,7 @@ for n in 2 3 4; do
 done
 step memcheck bash -c "COMMTOOL_NO_START_GATE=1 compute-sanitizer --target-processes all --tool memcheck --error-exitcode 9 $bin probe --h2d --latency --size 4MiB --iters 1 --repeats 1 > /dev/null"
 step bench bash -c "scripts/bench-probe.sh /tmp/bench '$anchors' > $out/bench.txt"
-step bench-trace bash -c "scripts/bench-trace.sh $out/trace > $out/bench-trace.txt"
+step bench-trace bash -c "scripts/bench-trace.sh $out/trace '$anchors' > $out/bench-trace.txt"
 step bench-ep bash -c "scripts/bench-ep.sh $out/ep > $out/bench-ep.txt"
 step diagnose-allreduce "$bin" diagnose allreduce --plot "$out/allreduce.svg" --output "$out/allreduce.txt"
 if [[ -n $anchors ]]; then
