@@ -486,3 +486,22 @@ TEST(CuptiLibrary, FailedConstructionLeavesRoomForTheNextTracer) {
     }
   }
 }
+
+TEST(CuptiKindsOff, NamesAreCheckedAndEachKeptOnce) {
+  using commtool::tracing::parse_cupti_kinds_off;
+  EXPECT_EQ(parse_cupti_kinds_off("driver,marker,driver,"),
+            (std::vector<std::string>{"driver", "marker"}));
+  EXPECT_TRUE(parse_cupti_kinds_off("").empty());
+  try {
+    parse_cupti_kinds_off("driver,event");
+    FAIL() << "event was accepted";
+  } catch (const commtool::Error& e) {
+    EXPECT_EQ(e.code(), commtool::ExitCode::kUsage);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("\"event\" is not a CUPTI kind that can be left off"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("accepted: kernel, memcpy, memset, runtime, driver, sync, marker"),
+              std::string::npos)
+        << what;
+  }
+}

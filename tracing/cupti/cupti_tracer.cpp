@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <mutex>
@@ -30,16 +31,35 @@ using cupti::load_cupti;
 using cupti::set_up_cupti;
 
 // The kinds traced; pause() and resume() switch exactly these. CONCURRENT_KERNEL rather than
-// KERNEL: the latter serialises kernels, which would change what is measured.
-constexpr std::array kTracedKinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                                     CUPTI_ACTIVITY_KIND_MEMCPY,
-                                     CUPTI_ACTIVITY_KIND_MEMSET,
-                                     CUPTI_ACTIVITY_KIND_RUNTIME,
-                                     CUPTI_ACTIVITY_KIND_DRIVER,
-                                     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                                     CUPTI_ACTIVITY_KIND_CUDA_EVENT,
-                                     CUPTI_ACTIVITY_KIND_MARKER,
-                                     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+// KERNEL: the latter serialises kernels, which would change what is measured. CUDA_EVENT and
+// EXTERNAL_CORRELATION are always on (event_id() finds the harness's events through them); the
+// others can be left off by COMMTOOL_CUPTI_KINDS_OFF, to measure what each costs.
+constexpr std::array kAlwaysTraced = {CUPTI_ACTIVITY_KIND_CUDA_EVENT,
+                                      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+struct NamedKind {
+  const char* name;
+  CUpti_ActivityKind kind;
+};
+constexpr NamedKind kOptionalKinds[] = {{"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+                                        {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
+                                        {"memset", CUPTI_ACTIVITY_KIND_MEMSET},
+                                        {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME},
+                                        {"driver", CUPTI_ACTIVITY_KIND_DRIVER},
+                                        {"sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+                                        {"marker", CUPTI_ACTIVITY_KIND_MARKER}};
+
+std::vector<CUpti_ActivityKind> traced_kinds(const std::vector<std::string>& off) {
+  std::vector<CUpti_ActivityKind> kinds(kAlwaysTraced.begin(), kAlwaysTraced.end());
+  for (const NamedKind& k : kOptionalKinds) {
+    if (std::find(off.begin(), off.end(), k.name) == off.end()) kinds.push_back(k.kind);
+  }
+  return kinds;
+}
+
+std::vector<std::string> kinds_off_from_environment() {
+  const char* value = std::getenv(kCuptiKindsOffEnv);
+  return value != nullptr ? parse_cupti_kinds_off(value) : std::vector<std::string>{};
+}
 
 // A few MiB per buffer: large enough that a collective loop fills few of them, small enough
 // that CUPTI's per-thread buffers stay cheap. CUPTI requires 8-byte alignment.
@@ -74,6 +94,8 @@ struct Session {
             c.clock_offset_ns) {}
 
   const Cupti& cupti;
+  std::vector<std::string> kinds_off = kinds_off_from_environment();
+  std::vector<CUpti_ActivityKind> kinds = traced_kinds(kinds_off);
   bool kinds_enabled = false;
   uint64_t next_external_id = 0;
   // Guarded by the global mutex: filled from CUPTI's completion callback.
@@ -134,7 +156,7 @@ void Session::consume(CUcontext context, uint32_t stream_id, uint8_t* buffer, si
 }
 
 void Session::set_kinds(bool on) {
-  for (CUpti_ActivityKind kind : kTracedKinds) {
+  for (CUpti_ActivityKind kind : kinds) {
     const CUptiResult rc = on ? cupti.api.enable(kind) : cupti.api.disable(kind);
     if (on) {
       cupti.check(rc, fmt::format("cuptiActivityEnable(kind {})", static_cast<int>(kind)).c_str());
@@ -316,8 +338,41 @@ std::string CuptiTracer::library_path() {
 }
 
 std::string CuptiTracer::clock_note() const {
-  if (state_->cupti.monotonic_callback) return "CLOCK_MONOTONIC via the timestamp callback";
-  return fmt::format("offset {} ns measured at start", state_->cupti.clock_offset_ns);
+  std::string note =
+      state_->cupti.monotonic_callback
+          ? "CLOCK_MONOTONIC via the timestamp callback"
+          : fmt::format("offset {} ns measured at start", state_->cupti.clock_offset_ns);
+  if (!state_->kinds_off.empty()) {
+    note += fmt::format(
+        "; CUPTI kinds left off by {}: {} (a measurement of CUPTI's cost; the split may lack "
+        "what they record)",
+        kCuptiKindsOffEnv, fmt::join(state_->kinds_off, ", "));
+  }
+  return note;
+}
+
+std::vector<std::string> parse_cupti_kinds_off(std::string_view list) {
+  std::vector<std::string> names;
+  std::string accepted;
+  for (const NamedKind& k : kOptionalKinds)
+    accepted += (accepted.empty() ? "" : ", ") + std::string(k.name);
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    const std::string name(list.substr(start, end - start));
+    start = end + 1;
+    if (name.empty()) continue;
+    const bool known = std::any_of(std::begin(kOptionalKinds), std::end(kOptionalKinds),
+                                   [&](const NamedKind& k) { return name == k.name; });
+    if (!known) {
+      throw usage_error(fmt::format(
+          "{}={}: \"{}\" is not a CUPTI kind that can be left off; accepted: {} (CUDA events "
+          "and external correlation stay on: the harness finds its events through them)",
+          kCuptiKindsOffEnv, excerpt(std::string(list)), excerpt(name), accepted));
+    }
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
 }
 
 }  // namespace commtool::tracing

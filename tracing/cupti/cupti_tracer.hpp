@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "tracing/cupti/records.hpp"
 
@@ -34,6 +36,14 @@ struct HarnessHandles {
   cudaEvent_t input_ready = nullptr;  // recorded on the producer stream
   cudaEvent_t end = nullptr;          // recorded on the NCCL stream
 };
+
+// For measuring what each CUPTI kind costs (scripts/bench-cupti.sh): a comma list of kinds to
+// leave off (kernel, memcpy, memset, runtime, driver, sync, marker). The run's clock note says
+// so, since the split may then lack what they record.
+inline constexpr const char* kCuptiKindsOffEnv = "COMMTOOL_CUPTI_KINDS_OFF";
+// The names of such a list, each once; throws Error(kUsage) naming an unknown one and the
+// accepted names.
+std::vector<std::string> parse_cupti_kinds_off(std::string_view list);
 
 class CuptiTracer {
  public:
