@@ -290,3 +290,26 @@ TEST_F(SavedRunChecks, ControlCharactersInTheFilesTextReachNoTerminal) {
   EXPECT_EQ(out.find('\x1b'), std::string::npos);
   EXPECT_TRUE(has(out, "on host h200\\x1b[2J")) << out.substr(0, out.find('\n'));
 }
+
+// Numbers nlohmann would convert with a plain cast (undefined for 4e30 into an integer) are
+// refused before they are read: found by fuzz_saved_run.
+TEST_F(SavedRunChecks, ANumberOutOfItsFieldsRangeIsRefusedNamingTheField) {
+  nlohmann::json run = nlohmann::json::parse(read("run.json"));
+  run["meta"]["sizes"] = nlohmann::json::array({1024, 4.096e30});
+  write("run.json", run.dump());
+  std::string what = load_error();
+  EXPECT_TRUE(has(what, "\"sizes\": [1024,4.096e+30] has the wrong type or is out of range"))
+      << what;
+
+  run["meta"]["sizes"] = nlohmann::json::array({1024});
+  run["meta"]["iters"] = 2.5;
+  write("run.json", run.dump());
+  what = load_error();
+  EXPECT_TRUE(has(what, "\"iters\": 2.5 has the wrong type or is out of range")) << what;
+
+  run["meta"]["iters"] = 3;
+  run["meta"]["nranks"] = 4294967296;  // past int
+  write("run.json", run.dump());
+  what = load_error();
+  EXPECT_TRUE(has(what, "\"nranks\": 4294967296 has the wrong type or is out of range")) << what;
+}

@@ -4,10 +4,14 @@
 // before anything is read, so an endless input cannot exhaust memory.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace commtool::files {
 
@@ -51,6 +55,39 @@ inline constexpr int kMaxJsonDepth = 64;
 // which file), and usage_error naming `source` for nesting deeper than kMaxJsonDepth or a
 // number no double holds (1e999: JSON has no infinity).
 nlohmann::json parse_json_bounded(const std::string& text, const std::string& source);
+
+// Whether nlohmann's get<T>() can turn `v` into T without undefined behaviour: a number for an
+// arithmetic T only when it is in T's range (and whole for an integral T; nlohmann converts
+// 4e30 into uint64_t with a plain cast), each element so for a std::vector<T>. Other types
+// nlohmann checks itself (it throws on a string read as a bool).
+template <class T>
+bool json_fits(const nlohmann::json& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v.is_boolean();
+  } else if constexpr (std::is_integral_v<T>) {
+    if (v.is_number_unsigned()) {
+      return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+    }
+    if (!v.is_number_integer()) return false;
+    const auto n = v.get<int64_t>();
+    if constexpr (std::is_signed_v<T>) {
+      return n >= std::numeric_limits<T>::min() && n <= std::numeric_limits<T>::max();
+    } else {
+      return n >= 0;
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return v.is_number() && std::isfinite(v.get<double>());
+  } else if constexpr (requires { typename T::value_type; } &&
+                       std::is_same_v<T, std::vector<typename T::value_type>>) {
+    if (!v.is_array()) return false;
+    for (const nlohmann::json& e : v) {
+      if (!json_fits<typename T::value_type>(e)) return false;
+    }
+    return true;
+  } else {
+    return true;
+  }
+}
 
 // j[key] of an object read from a file a user may have edited: a usage error naming the key
 // when it is missing, or when `j` is no object.

@@ -31,6 +31,10 @@ constexpr const char* kRunFile = "run.json";
 template <class T>
 T get(const json& j, const char* key) {
   const json& value = files::json_member(j, key);
+  if (!files::json_fits<T>(value)) {
+    throw usage_error(fmt::format("\"{}\": {} has the wrong type or is out of range", key,
+                                  excerpt(value.dump())));
+  }
   try {
     return value.get<T>();
   } catch (const json::exception&) {
