@@ -11,6 +11,7 @@
 #include "probes/base/error.hpp"
 #include "probes/base/measure/memory_limit.hpp"
 #include "probes/base/output_file.hpp"
+#include "probes/base/workers/cluster_group.hpp"
 #include "reports/allreduce/allreduce_diagnosis.hpp"
 #include "reports/ep/ep_report.hpp"
 #include "tracing/allreduce/sweep.hpp"
@@ -81,15 +82,17 @@ void check_ep_options(const EpOptions& o) {
   }
 }
 
-// The plan's request. The rank count is --ranks for a dry run and the length of --devices when
-// it lists the ranks; over every GPU only the machine knows it, so a measured run checks all
-// that holds at any rank count first and counts the GPUs last.
+// The plan's request. The rank count is --ranks for a dry run (else the MPI job's ranks under a
+// launcher, else 8) and the length of --devices when it lists the ranks; over every GPU only the
+// machine knows it, so a measured run checks all that holds at any rank count first and counts the
+// GPUs last.
 tracing::EpPlanRequest plan_request(const GlobalOptions& global, const EpOptions& o) {
   tracing::EpPlanRequest q = o.plan;
   q.config.dispatch_bytes_per_element = dispatch_bytes_per_element(o.dtype);
   q.config.skew = tracing::parse_skew(o.skew);
   if (o.dry_run) {
-    q.config.ranks = o.ranks != 0 ? o.ranks : 8;
+    const workers::ClusterGroups* cluster = workers::active_cluster();
+    q.config.ranks = o.ranks != 0 ? o.ranks : cluster != nullptr ? cluster->self().size : 8;
   } else {
     tracing::check_ep_request(q);
     q.config.ranks = tracing::ep_rank_count(global.rank_devices);
@@ -230,7 +233,9 @@ void add_ep(CLI::App* diagnose, EpOptions* o) {
       ->type_name("H")
       ->check(CLI::Range(0, tracing::kMaxExperts));
   ep->add_flag("--dry-run", o->dry_run, "Routing, matrices and imbalance only; no GPU needed");
-  ep->add_option("--ranks", o->ranks, "Expert-parallel size for --dry-run (default 8)")
+  ep->add_option("--ranks", o->ranks,
+                 "Expert-parallel size for --dry-run (default: the MPI job's ranks under a "
+                 "launcher, else 8)")
       ->check(CLI::Range(1, tracing::kMaxExchangeRanks));
   ep->add_option("-n,--iters", o->iters, "Measured exchanges per scenario and phase")
       ->check(CLI::Range(1, 100000))
