@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli_run.hpp"
+#include "mpi_launch.hpp"
 
 namespace {
 
@@ -34,10 +35,9 @@ struct ClusterRun {
 // mpirun -np 4 test_worker __cluster TASK TIMEOUT [NAME=VALUE]; `timeout 120` so that a hang
 // fails the test instead of CI.
 ClusterRun run_cluster(const json& task, double timeout_s, const std::string& root_sets = "") {
-  const std::string cmd = "timeout 120 " + std::string(COMMTOOL_MPIEXEC) +
-                          " --oversubscribe -np 4 " + COMMTOOL_TEST_WORKER + " __cluster '" +
-                          task.dump() + "' " + std::to_string(timeout_s) + " " + root_sets +
-                          " 2>&1";
+  const std::string cmd = "timeout 120 " + mpi_test::launch(4) + " " + COMMTOOL_TEST_WORKER +
+                          " __cluster '" + task.dump() + "' " + std::to_string(timeout_s) + " " +
+                          root_sets + " 2>&1";
   ClusterRun r;
   const auto started = std::chrono::steady_clock::now();
   cli_test::CliResult ran = cli_test::run_shell(cmd);

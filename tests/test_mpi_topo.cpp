@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_run.hpp"
+#include "mpi_launch.hpp"
 
 namespace {
 
@@ -19,9 +20,8 @@ const std::string kFixtures = COMMTOOL_FIXTURES_DIR;
 
 // mpirun with N ranks of commtool; `timeout` so that a hang fails the test rather than CI.
 cli_test::CliResult mpirun(int ranks, const std::string& args, bool with_stderr = true) {
-  const std::string cmd = "timeout 90 " + std::string(COMMTOOL_MPIEXEC) + " --oversubscribe -np " +
-                          std::to_string(ranks) + " " + COMMTOOL_BINARY + " " + args +
-                          (with_stderr ? " 2>&1" : "");
+  const std::string cmd = "timeout 90 " + mpi_test::launch(ranks) + " " + COMMTOOL_BINARY + " " +
+                          args + (with_stderr ? " 2>&1" : "");
   return cli_test::run_shell(cmd);
 }
 
