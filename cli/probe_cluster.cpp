@@ -29,19 +29,12 @@ constexpr const char* kMeasureAdvice =
 // A host name of up to 255 bytes (POSIX HOST_NAME_MAX) and room to spare.
 constexpr uint64_t kMaxHostBytes = 4096;
 
-// The ranks that measure, as rank 0 tells them: "0,4,8".
-std::string rank_list(const std::vector<int>& ranks) {
-  return fmt::format("{}", fmt::join(ranks, ","));
-}
-
-bool listed(const std::string& list, int rank) {
-  size_t start = 0;
-  while (start <= list.size()) {
-    const size_t end = std::min(list.find(',', start), list.size());
-    if (end > start && std::stoi(list.substr(start, end - start)) == rank) return true;
-    start = end + 1;
-  }
-  return false;
+// The ranks that measure, as rank 0 tells them: one character per rank, 'M' where it measures.
+std::string measuring_marks(const std::vector<int>& measurers, size_t ranks) {
+  std::string marks(ranks, '-');
+  for (int rank : measurers)
+    marks.at(static_cast<size_t>(rank)) = 'M';
+  return marks;
 }
 
 probe::NodeProbe measure_node(const probe::ProbeRequest& request, const std::string& host,
@@ -128,8 +121,13 @@ int run_probe_cluster(const GlobalOptions& global, const probe::ProbeRequest& re
     Watchdog watchdog("probe (" + who + ")", limit);
     watchdog.stage("hosts", false, kStartAdvice);
     hosts = session.gather_to_root(session.hostname(), kMaxHostBytes);
-    if (session.is_root()) measurers = probe::measuring_ranks(hosts);
-    measures = listed(session.broadcast_from_root(rank_list(measurers)), session.rank());
+    std::string marks;
+    if (session.is_root()) {
+      measurers = probe::measuring_ranks(hosts);
+      marks = measuring_marks(measurers, hosts.size());
+    }
+    marks = session.broadcast_from_root(marks);
+    measures = marks.size() > static_cast<size_t>(session.rank()) && marks[session.rank()] == 'M';
   }
   if (global.verbose) {
     std::cerr << fmt::format("probe: rank {} of {} on {}{}, {}\n", session.rank(), session.size(),
