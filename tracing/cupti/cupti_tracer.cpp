@@ -19,6 +19,7 @@
 #include "probes/base/cuda/cuda_check.hpp"
 #include "probes/base/dynlib.hpp"
 #include "probes/base/error.hpp"
+#include "tracing/cupti/activity_kind_names.hpp"
 #include "tracing/cupti/cupti_library.hpp"
 #include "tracing/cupti/normalise.hpp"
 
@@ -30,27 +31,21 @@ using cupti::Cupti;
 using cupti::load_cupti;
 using cupti::set_up_cupti;
 
-// The kinds traced; pause() and resume() switch exactly these. CONCURRENT_KERNEL rather than
-// KERNEL: the latter serialises kernels, which would change what is measured. CUDA_EVENT and
+// The kinds traced; pause() and resume() switch exactly these. CUDA_EVENT and
 // EXTERNAL_CORRELATION are always on (event_id() finds the harness's events through them); the
 // others can be left off by COMMTOOL_CUPTI_KINDS_OFF, to measure what each costs.
 constexpr std::array kAlwaysTraced = {CUPTI_ACTIVITY_KIND_CUDA_EVENT,
                                       CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
-struct NamedKind {
-  const char* name;
-  CUpti_ActivityKind kind;
-};
-constexpr NamedKind kOptionalKinds[] = {{"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
-                                        {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
-                                        {"memset", CUPTI_ACTIVITY_KIND_MEMSET},
-                                        {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME},
-                                        {"driver", CUPTI_ACTIVITY_KIND_DRIVER},
-                                        {"sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
-                                        {"marker", CUPTI_ACTIVITY_KIND_MARKER}};
+using cupti::named_activity_kind;
+using cupti::NamedActivityKind;
+constexpr NamedActivityKind kOptionalKinds[] = {
+    named_activity_kind("kernel"),  named_activity_kind("memcpy"), named_activity_kind("memset"),
+    named_activity_kind("runtime"), named_activity_kind("driver"), named_activity_kind("sync"),
+    named_activity_kind("marker")};
 
 std::vector<CUpti_ActivityKind> traced_kinds(const std::vector<std::string>& off) {
   std::vector<CUpti_ActivityKind> kinds(kAlwaysTraced.begin(), kAlwaysTraced.end());
-  for (const NamedKind& k : kOptionalKinds) {
+  for (const NamedActivityKind& k : kOptionalKinds) {
     if (std::find(off.begin(), off.end(), k.name) == off.end()) kinds.push_back(k.kind);
   }
   return kinds;
@@ -354,7 +349,7 @@ std::string CuptiTracer::clock_note() const {
 std::vector<std::string> parse_cupti_kinds_off(std::string_view list) {
   std::vector<std::string> names;
   std::string accepted;
-  for (const NamedKind& k : kOptionalKinds)
+  for (const NamedActivityKind& k : kOptionalKinds)
     accepted += (accepted.empty() ? "" : ", ") + std::string(k.name);
   size_t start = 0;
   while (start <= list.size()) {
@@ -363,7 +358,7 @@ std::vector<std::string> parse_cupti_kinds_off(std::string_view list) {
     start = end + 1;
     if (name.empty()) continue;
     const bool known = std::any_of(std::begin(kOptionalKinds), std::end(kOptionalKinds),
-                                   [&](const NamedKind& k) { return name == k.name; });
+                                   [&](const NamedActivityKind& k) { return name == k.name; });
     if (!known) {
       throw usage_error(fmt::format(
           "{}={}: \"{}\" is not a CUPTI kind that can be left off; accepted: {} (CUDA events "

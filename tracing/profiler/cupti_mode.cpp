@@ -25,6 +25,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -34,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tracing/cupti/activity_kind_names.hpp"
 #include "tracing/profiler/cupti_anchors.hpp"
 #include "tracing/profiler/plugin_support.hpp"
 #include "tracing/profiler/record_sink.hpp"
@@ -51,15 +53,11 @@ constexpr size_t kBufferAlign = 8;
 // killed still leaves its records up to a second before.
 constexpr uint32_t kFlushPeriodMs = 1000;
 
-struct Kind {
-  const char* name;
-  CUpti_ActivityKind kind;
-};
-constexpr Kind kKinds[] = {{"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
-                           {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
-                           {"memset", CUPTI_ACTIVITY_KIND_MEMSET},
-                           {"sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
-                           {"event", CUPTI_ACTIVITY_KIND_CUDA_EVENT}};
+using tracing::cupti::named_activity_kind;
+using tracing::cupti::NamedActivityKind;
+constexpr NamedActivityKind kKinds[] = {
+    named_activity_kind("kernel"), named_activity_kind("memcpy"), named_activity_kind("memset"),
+    named_activity_kind("sync"), named_activity_kind("event")};
 // For measuring what each kind costs (scripts/gpu-record.sh): a comma list of the names above
 // enables only those. The split needs all five.
 constexpr const char* kKindsEnv = "COMMTOOL_CUPTI_KINDS";
@@ -77,6 +75,15 @@ struct Api {
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) dropped_records = nullptr;
 };
+
+bool in_comma_list(std::string_view list, std::string_view name) {
+  while (!list.empty()) {
+    const size_t comma = std::min(list.find(','), list.size());
+    if (list.substr(0, comma) == name) return true;
+    list.remove_prefix(std::min(comma + 1, list.size()));
+  }
+  return false;
+}
 
 uint64_t CUPTIAPI host_clock() {
   return static_cast<uint64_t>(monotonic_ns());
@@ -298,8 +305,8 @@ std::string start(Session& s) {
     return fail("cuptiActivityRegisterCallbacks", r);
   }
   const char* only = std::getenv(kKindsEnv);
-  for (const Kind& k : kKinds) {
-    if (only == nullptr || std::string_view(only).find(k.name) != std::string_view::npos) {
+  for (const NamedActivityKind& k : kKinds) {
+    if (only == nullptr || in_comma_list(only, k.name)) {
       s.kinds.push_back(k.kind);
     }
   }
