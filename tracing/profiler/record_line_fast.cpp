@@ -26,7 +26,8 @@ constexpr int64_t kMaxUint32 = std::numeric_limits<uint32_t>::max();
 // byte it does not expect; the slow reader then decides, so what is accepted and every error
 // stay its own.
 // Giving up is always safe; accepting is only allowed where the slow reader returns the same
-// value, which tests/test_record_line.cpp and tests/fuzz/fuzz_record_lines.cpp check.
+// value, which tests/test_record_line_fast_reader.cpp and tests/fuzz/fuzz_record_lines.cpp
+// check.
 
 // Every value of any kind, as read so far; which ones are set is the caller's mask.
 struct ScannedValues {

@@ -1,0 +1,224 @@
+// commtool report as a user runs it: a saved trace run or a recording re-analysed without a GPU,
+// its --trace file, and the damaged saved runs it refuses naming file, line and field.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "cli_test_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using cli_test::contains;
+using cli_test::Result;
+using cli_test::run;
+using cli_test::TempDir;
+
+}  // namespace
+
+TEST(CliReport, MissingDirectoryIsUsageErrorNamingIt) {
+  Result r = run("report /nonexistent/commtool-run");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "/nonexistent/commtool-run")) << r.out;
+}
+
+// tests/fixtures/trace_run: what `commtool trace allreduce -b 1K -e 4K -f 4 -n 3 -w 1
+// --stream-scope --scope-samples 2 --scope-sleep-ms 5 --save DIR` wrote on the H200 machine
+// (2026-12-03, NCCL 2.28.3, one rank). The same tables come back here, with no GPU.
+namespace {
+std::string trace_run() {
+  return std::string(COMMTOOL_FIXTURES_DIR) + "/trace_run";
+}
+}  // namespace
+
+TEST(CliReport, ASavedRunIsReanalysedWithoutAGpu) {
+  Result r = run("report " + trace_run());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "commtool trace allreduce: float sum, out-of-place, 1 rank(s)"));
+  EXPECT_TRUE(contains(r.out, "rank 0: GPU 0 (0000:00:06.0, NVIDIA H200)")) << r.out;
+  for (const char* row : {"1 KiB  sync", "1 KiB  async-wait", "1 KiB  device-sync",
+                          "4 KiB  blocking-wait 10ms poll"}) {
+    EXPECT_TRUE(contains(r.out, row)) << row << "\n" << r.out;
+  }
+  // The sleep-polling wait is labelled as host time, never read as kernel time.
+  EXPECT_TRUE(contains(r.out, "host, polling")) << r.out;
+  // What a wait orders: after sync and async-wait stream B's marker came first in both samples;
+  // after device-sync it never did.
+  EXPECT_TRUE(contains(r.out, "  sync                     2        2/2")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  device-sync              2        0/2")) << r.out;
+  // At one rank NCCL copies and chooses no algorithm: unknown, with the reason, never a guess.
+  EXPECT_TRUE(contains(r.out, "unknown (see NCCL profiler plugin below)")) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "NCCL profiler plugin: loaded; NCCL ran no collective kernel at one "
+                       "rank (it copies), so it chose no algorithm or protocol"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "CUPTI records analysed: 1672")) << r.out;
+}
+
+TEST(CliReport, JsonCarriesTheRunsVersionAndEveryMode) {
+  Result r = run("report " + trace_run() + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"schema_version\": 1")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"commtool_version\": \"0.1.0 (git bbcbb265625f)\"")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"mode\": \"blocking-wait\"")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"stream_scope\"")) << r.out;
+}
+
+TEST(CliReport, TraceFileHasTheRanksTracksAndFlowArrows) {
+  TempDir dir;
+  const fs::path file = dir.path / "trace.json";
+  Result r = run("report " + trace_run() + " --trace " + file.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(text, "\"traceEvents\"")) << text.substr(0, 200);
+  for (const char* track :
+       {"\"rank 0\"", "\"producer stream 16\"", "\"NCCL stream 17\"", "\"consumer stream 18\""}) {
+    EXPECT_TRUE(contains(text, track)) << track;
+  }
+  EXPECT_TRUE(contains(text, "\"ph\":\"s\"")) << "no flow arrow starts";
+  EXPECT_TRUE(contains(text, "\"ph\":\"f\"")) << "no flow arrow ends";
+}
+
+TEST(CliReport, ARecordingWritesItsTraceAndAHungOneIsStillExitZero) {
+  TempDir dir;
+  const fs::path file = dir.path / "trace.json";
+  const std::string rec = std::string(COMMTOOL_FIXTURES_DIR) + "/recordings/hang_rank3";
+  Result r = run("report " + rec + " --trace " + file.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "HANG: ")) << r.out;
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* track : {"\"node-a pid 203\"", "\"comm 00000000000c0ffe rank 3 host\"",
+                            "\"comm 00000000000c0ffe rank 3 GPU\"", "\"AllReduce #4\""}) {
+    EXPECT_TRUE(contains(text, track)) << track;
+  }
+}
+
+TEST(CliReport, ABadRecordingWritesNoTrace) {
+  TempDir dir;
+  const fs::path file = dir.path / "trace.json";
+  Result r = run("report " + std::string(COMMTOOL_FIXTURES_DIR) + "/recordings/bad_line --trace " +
+                 file.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "node-a-100.jsonl:3: ")) << r.out;
+  EXPECT_FALSE(fs::exists(file));
+}
+
+TEST(CliReport, ACorruptRecordNamesFileAndLineAndWritesNothing) {
+  TempDir dir;
+  const fs::path copy = dir.path / "run";
+  fs::copy(trace_run(), copy);
+  fs::permissions(copy / "records-rank0.txt", fs::perms::owner_write, fs::perm_options::add);
+  {
+    std::ofstream out(copy / "records-rank0.txt", std::ios::app);
+    out << "k 16 zz 1 2 name\n";
+  }
+  const fs::path file = dir.path / "trace.json";
+  Result r = run("report " + copy.string() + " --trace " + file.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "records-rank0.txt:")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"zz\" is not a decimal number")) << r.out;
+  EXPECT_FALSE(fs::exists(file));
+}
+
+TEST(CliReport, WrongTypeInRunJsonNamesTheField) {
+  TempDir dir;
+  const fs::path copy = dir.path / "run";
+  fs::copy(trace_run(), copy);
+  fs::permissions(copy / "run.json", fs::perms::owner_write, fs::perm_options::add);
+  std::ifstream in(copy / "run.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  text.replace(text.find("\"nranks\": 1"), 11, "\"nranks\": \"x\"");
+  std::ofstream(copy / "run.json") << text;
+  Result r = run("report " + copy.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "\"nranks\": \"x\" has the wrong type")) << r.out;
+}
+
+// The fixture was saved before trace --save wrote saved_at: it stays loadable, and says so.
+TEST(CliReport, FirstLineSaysWhenWhereAndByWhatTheRunWasSaved) {
+  Result r = run("report " + trace_run());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
+            "Saved run: unknown on host vm by commtool 0.1.0 (git bbcbb265625f); run started "
+            "2026-12-03 06:14 UTC");
+  Result j = run("--json report " + trace_run());
+  ASSERT_EQ(j.code, 0) << j.out;
+  EXPECT_TRUE(contains(j.out,
+                       "\"saved_run\": {\n    \"commtool_version\": \"0.1.0 (git "
+                       "bbcbb265625f)\",\n    \"hostname\": \"vm\",\n    \"saved_at\": null"))
+      << j.out;
+}
+
+namespace {
+// A writable copy of the fixture, with `edit` applied to one of its files.
+fs::path edited_copy(const TempDir& dir, const std::string& file,
+                     const std::function<std::string(std::string)>& edit) {
+  const fs::path copy = dir.path / "run";
+  fs::copy(trace_run(), copy);
+  fs::permissions(copy / file, fs::perms::owner_write, fs::perm_options::add);
+  std::ifstream in(copy / file, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  std::ofstream(copy / file, std::ios::binary | std::ios::trunc) << edit(text);
+  return copy;
+}
+}  // namespace
+
+TEST(CliReport, ARecordCutOffMidLineIsAnalysedWithAWarningFirst) {
+  TempDir dir;
+  const fs::path copy = edited_copy(dir, "records-rank0.txt", [](std::string t) {
+    return t.substr(0, t.size() - 10);  // inside the last line, 1673
+  });
+  Result r = run("report " + copy.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string second = r.out.substr(r.out.find('\n') + 1);
+  EXPECT_EQ(second.substr(0, second.find('\n')),
+            "WARNING: " + (copy / "records-rank0.txt").string() +
+                ":1673: the last record is cut off (the file ends inside that line: a run killed "
+                "while writing it?); analysed without it")
+      << r.out;
+  Result j = run("--json report " + copy.string());
+  ASSERT_EQ(j.code, 0) << j.out;
+  EXPECT_TRUE(contains(j.out, "records-rank0.txt:1673: the last record is cut off")) << j.out;
+}
+
+TEST(CliReport, ADuplicatedRecordIsExit2NamingFileLineAndValue) {
+  TempDir dir;
+  const fs::path copy = edited_copy(dir, "records-rank0.txt", [](std::string t) {
+    const size_t at = t.find("\no 33 ") + 1;
+    return t + t.substr(at, t.find('\n', at) + 1 - at);
+  });
+  Result r = run("report " + copy.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "records-rank0.txt:1674: operation seq 33: the same record as line "))
+      << r.out;
+}
+
+TEST(CliReport, ARecordsFileOfAnotherRankIsExit2) {
+  TempDir dir;
+  const fs::path copy = edited_copy(dir, "run.json", [](std::string t) { return t; });
+  fs::copy(copy / "records-rank0.txt", copy / "records-rank1.txt");
+  Result r = run("report " + copy.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "records-rank1.txt: rank: 1: is not a rank of this run")) << r.out;
+}
+
+TEST(CliReport, ANegativeTimeIsExit2NamingKeyAndValue) {
+  TempDir dir;
+  const fs::path copy = edited_copy(dir, "run.json", [](std::string t) {
+    return t.replace(t.find("\"time_us\": 7.84"), 15, "\"time_us\": -7.84");
+  });
+  Result r = run("report " + copy.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "\"samples\"[0]: \"time_us\": -7.84000009"
+                       "2983246: is negative; accepted: a finite number"))
+      << r.out;
+}
