@@ -7,6 +7,7 @@
 #include <cupti.h>
 
 #include <string_view>
+#include <vector>
 
 namespace commtool::tracing::cupti {
 
@@ -34,6 +35,19 @@ consteval NamedActivityKind named_activity_kind(std::string_view name) {
     if (k.name == name) return k;
   }
   throw "named_activity_kind: no CUPTI activity kind has this name";
+}
+
+// The names of a comma list as the two environment variables give them ("kernel,sync"), empty
+// items left out.
+inline std::vector<std::string_view> comma_items(std::string_view list) {
+  std::vector<std::string_view> items;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    const std::string_view item = list.substr(0, comma);
+    if (!item.empty()) items.push_back(item);
+    list.remove_prefix(comma == std::string_view::npos ? list.size() : comma + 1);
+  }
+  return items;
 }
 
 }  // namespace commtool::tracing::cupti

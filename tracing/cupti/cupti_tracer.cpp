@@ -351,12 +351,8 @@ std::vector<std::string> parse_cupti_kinds_off(std::string_view list) {
   std::string accepted;
   for (const NamedActivityKind& k : kOptionalKinds)
     accepted += (accepted.empty() ? "" : ", ") + std::string(k.name);
-  size_t start = 0;
-  while (start <= list.size()) {
-    const size_t end = std::min(list.find(',', start), list.size());
-    const std::string name(list.substr(start, end - start));
-    start = end + 1;
-    if (name.empty()) continue;
+  for (const std::string_view item : cupti::comma_items(list)) {
+    const std::string name(item);
     const bool known = std::any_of(std::begin(kOptionalKinds), std::end(kOptionalKinds),
                                    [&](const NamedActivityKind& k) { return name == k.name; });
     if (!known) {

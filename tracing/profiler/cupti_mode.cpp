@@ -76,15 +76,6 @@ struct Api {
   decltype(&cuptiActivityGetNumDroppedRecords) dropped_records = nullptr;
 };
 
-bool in_comma_list(std::string_view list, std::string_view name) {
-  while (!list.empty()) {
-    const size_t comma = std::min(list.find(','), list.size());
-    if (list.substr(0, comma) == name) return true;
-    list.remove_prefix(std::min(comma + 1, list.size()));
-  }
-  return false;
-}
-
 uint64_t CUPTIAPI host_clock() {
   return static_cast<uint64_t>(monotonic_ns());
 }
@@ -305,8 +296,9 @@ std::string start(Session& s) {
     return fail("cuptiActivityRegisterCallbacks", r);
   }
   const char* only = std::getenv(kKindsEnv);
+  const std::vector<std::string_view> named = tracing::cupti::comma_items(only ? only : "");
   for (const NamedActivityKind& k : kKinds) {
-    if (only == nullptr || in_comma_list(only, k.name)) {
+    if (only == nullptr || std::find(named.begin(), named.end(), k.name) != named.end()) {
       s.kinds.push_back(k.kind);
     }
   }
