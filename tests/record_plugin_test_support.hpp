@@ -2,7 +2,6 @@
 // ncclProfiler_v5 table as NCCL 2.28 does, and reads the recording back with parse_line.
 #pragma once
 
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -22,6 +21,8 @@
 #include "tracing/profiler/collective_record.hpp"
 #include "tracing/profiler/nccl_profiler_v5.hpp"
 
+#include "plugin_test_support.hpp"
+
 namespace record_plugin_test {
 
 namespace fs = std::filesystem;
@@ -39,14 +40,11 @@ inline void sleep_ms(int ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
-class RecordPluginTest : public ::testing::Test {
+class RecordPluginTest : public LoadedPluginTest {
  protected:
   void SetUp() override {
-    // NODELETE as in test_profiler_plugin.cpp; the library is linked -z nodelete anyway.
-    handle_ = dlopen(COMMTOOL_PROFILER_PLUGIN, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    ASSERT_NE(handle_, nullptr) << dlerror();
-    table_ = static_cast<ProfilerV5*>(dlsym(handle_, "ncclProfiler_v5"));
-    ASSERT_NE(table_, nullptr);
+    LoadedPluginTest::SetUp();
+    if (HasFatalFailure()) return;
     static int test_number = 0;
     dir_ = fs::temp_directory_path() /
            ("commtool-record-" + std::to_string(getpid()) + "-" + std::to_string(++test_number));
@@ -64,7 +62,7 @@ class RecordPluginTest : public ::testing::Test {
     unsetenv("COMMTOOL_RECORD_MAX_OPERATIONS");
     unsetenv("COMMTOOL_RECORD_BUFFER_BYTES");
     fs::remove_all(dir_);
-    if (handle_) dlclose(handle_);
+    LoadedPluginTest::TearDown();
   }
 
   fs::path file_of(pid_t pid) const {
@@ -187,8 +185,6 @@ class RecordPluginTest : public ::testing::Test {
       channel_stop(chs[c], gpu_base + 100 + c);
   }
 
-  void* handle_ = nullptr;
-  ProfilerV5* table_ = nullptr;
   fs::path dir_;
   std::vector<void*> open_contexts_;
 };

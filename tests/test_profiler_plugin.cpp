@@ -1,6 +1,5 @@
 // The NCCL profiler plugin as NCCL uses it: dlopen the built library, look up ncclProfiler_v5,
 // and drive it with synthetic event descriptors.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,20 +12,18 @@
 #include "tracing/profiler/collective_record.hpp"
 #include "tracing/profiler/nccl_profiler_v5.hpp"
 
+#include "plugin_test_support.hpp"
+
 namespace fs = std::filesystem;
 using namespace commtool::nccl_profiler;
 
 namespace {
 
-class PluginTest : public ::testing::Test {
+class PluginTest : public LoadedPluginTest {
  protected:
   void SetUp() override {
-    // NODELETE: the plugin's static libstdc++ allocates its exception emergency pool at load
-    // and never frees it; unloaded, LeakSanitizer would call that a leak of ours.
-    handle_ = dlopen(COMMTOOL_PROFILER_PLUGIN, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    ASSERT_NE(handle_, nullptr) << dlerror();
-    table_ = static_cast<ProfilerV5*>(dlsym(handle_, "ncclProfiler_v5"));
-    ASSERT_NE(table_, nullptr);
+    LoadedPluginTest::SetUp();
+    if (HasFatalFailure()) return;
     out_ = fs::temp_directory_path() / ("commtool-profiler-" + std::to_string(getpid()) + ".jsonl");
     fs::remove(out_);
     setenv(kOutputEnv, out_.c_str(), 1);
@@ -34,7 +31,7 @@ class PluginTest : public ::testing::Test {
   void TearDown() override {
     unsetenv(kOutputEnv);
     fs::remove(out_);
-    if (handle_) dlclose(handle_);
+    LoadedPluginTest::TearDown();
   }
 
   std::vector<CollectiveRecord> records() const {
@@ -63,8 +60,6 @@ class PluginTest : public ::testing::Test {
     return d;
   }
 
-  void* handle_ = nullptr;
-  ProfilerV5* table_ = nullptr;
   fs::path out_;
 };
 
