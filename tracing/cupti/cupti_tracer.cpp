@@ -31,17 +31,21 @@ using cupti::Cupti;
 using cupti::load_cupti;
 using cupti::set_up_cupti;
 
-// The kinds traced; pause() and resume() switch exactly these. CUDA_EVENT and
-// EXTERNAL_CORRELATION are always on (event_id() finds the harness's events through them); the
-// others can be left off by COMMTOOL_CUPTI_KINDS_OFF, to measure what each costs.
-constexpr std::array kAlwaysTraced = {CUPTI_ACTIVITY_KIND_CUDA_EVENT,
+// The kinds traced; pause() and resume() switch exactly these. CUDA_EVENT, RUNTIME,
+// SYNCHRONIZATION and EXTERNAL_CORRELATION are always on: event_id() finds the harness's events
+// through them (with RUNTIME or SYNCHRONIZATION off CUPTI gave no CUDA_EVENT record for the
+// event: H100, driver 580, CUPTI 13, 2026-12-05). The others can be left off by
+// COMMTOOL_CUPTI_KINDS_OFF, to measure what each costs; the split needs all but memset and
+// marker (kernel and driver for NCCL's kernels, memcpy for its copies), and marker gives the
+// Perfetto trace NCCL's NVTX ranges.
+constexpr std::array kAlwaysTraced = {CUPTI_ACTIVITY_KIND_CUDA_EVENT, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
                                       CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 using cupti::named_activity_kind;
 using cupti::NamedActivityKind;
 constexpr NamedActivityKind kOptionalKinds[] = {
-    named_activity_kind("kernel"),  named_activity_kind("memcpy"), named_activity_kind("memset"),
-    named_activity_kind("runtime"), named_activity_kind("driver"), named_activity_kind("sync"),
-    named_activity_kind("marker")};
+    named_activity_kind("kernel"), named_activity_kind("memcpy"), named_activity_kind("memset"),
+    named_activity_kind("driver"), named_activity_kind("marker")};
 
 std::vector<CUpti_ActivityKind> traced_kinds(const std::vector<std::string>& off) {
   std::vector<CUpti_ActivityKind> kinds(kAlwaysTraced.begin(), kAlwaysTraced.end());
@@ -357,8 +361,9 @@ std::vector<std::string> parse_cupti_kinds_off(std::string_view list) {
                                    [&](const NamedActivityKind& k) { return name == k.name; });
     if (!known) {
       throw usage_error(fmt::format(
-          "{}={}: \"{}\" is not a CUPTI kind that can be left off; accepted: {} (CUDA events "
-          "and external correlation stay on: the harness finds its events through them)",
+          "{}={}: \"{}\" is not a CUPTI kind that can be left off; accepted: {} (CUDA events, "
+          "the runtime API, synchronization and external correlation stay on: the harness finds "
+          "its events through them)",
           kCuptiKindsOffEnv, excerpt(std::string(list)), excerpt(name), accepted));
     }
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
