@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU machine owes in one go: the GPU tests (with several ranks on one GPU through
-# gpu-multirank.sh), the topo report in every format, a
-# check that the binary built on Debian 12 finds all its libraries there, topo's speed beside
-# `nvidia-smi topo -m`, the benchmarks (bench-probe.sh, bench-trace.sh, bench-ep.sh),
+# gpu-multirank.sh), the topo report in every format, a check that the binary built on Debian 12
+# finds all its libraries there, topo's speed beside `nvidia-smi topo -m`, the benchmarks
+# (bench-probe.sh, bench-trace.sh, bench-cupti.sh, bench-ep.sh),
 # `commtool record` against a real PyTorch job (gpu-record.sh), a sysfs capture and NCCL's own
 # topology dump of the machine. Full logs
 # go to $OUT (or the directory given); a short table is printed last.
@@ -50,6 +50,7 @@ done
 step memcheck bash -c "COMMTOOL_NO_START_GATE=1 compute-sanitizer --target-processes all --tool memcheck --error-exitcode 9 $bin probe --h2d --latency --size 4MiB --iters 1 --repeats 1 > /dev/null"
 step bench bash -c "scripts/bench-probe.sh /tmp/bench '$anchors' > $out/bench.txt"
 step bench-trace bash -c "scripts/bench-trace.sh $out/trace '$anchors' > $out/bench-trace.txt"
+step bench-cupti bash -c "scripts/bench-cupti.sh $out/cupti 2 > $out/bench-cupti.txt"
 step bench-ep bash -c "scripts/bench-ep.sh $out/ep > $out/bench-ep.txt"
 step diagnose-allreduce "$bin" diagnose allreduce --plot "$out/allreduce.svg" --output "$out/allreduce.txt"
 if [[ -n $anchors ]]; then
@@ -93,7 +94,7 @@ cat /tmp/topo-verbose.txt >> "$log" 2>/dev/null
 
 echo
 echo "== gpu-check summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests multirank probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-ep diagnose-allreduce bench-allreduce record ipc-sanitizers nccl-dump topo-nccl-xml capture topo-capture; do
+for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests multirank probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-cupti bench-ep diagnose-allreduce bench-allreduce record ipc-sanitizers nccl-dump topo-nccl-xml capture topo-capture; do
   printf '  %-14s %s\n' "$k" "${result[$k]:-not run}"
 done
 echo
@@ -102,6 +103,8 @@ echo
 cat "$out/bench.txt" 2>/dev/null
 echo
 cat "$out/bench-trace.txt" 2>/dev/null
+echo
+cat "$out/bench-cupti.txt" 2>/dev/null
 echo
 cat "$out/bench-ep.txt" 2>/dev/null
 echo
