@@ -85,14 +85,17 @@ import os, re
 side = load("side")
 if os.path.exists(f"{out}/nccl-tests.txt"):
     text = open(f"{out}/nccl-tests.txt").read()
-    version = re.search(r"NCCL version ([\d.+a-z]+)", text)
+    # "nccl-library=22809": the NCCL it ran on, as NCCL_VERSION_CODE (2.28.9).
+    code = re.search(r"nccl-library=(\d+)", text)
+    code = int(code.group(1)) if code else None
+    version = f"{code // 10000}.{code % 10000 // 100}.{code % 100}" if code else "unknown"
     tests = {}
     for line in text.splitlines():
         f = line.split()
         if len(f) >= 13 and f[0].isdigit() and f[2] == "float":
             tests[int(f[0])] = (float(f[5]), float(f[6]))  # out-of-place time us, algbw
     print(f"== trace --no-cupti beside nccl-tests (NCCL {side['nccl_version']} and "
-          f"{version.group(1) if version else 'unknown'}; time us; nccl-tests: mean of a batch of 20)")
+          f"{version}; time us; nccl-tests: mean of a batch of 20)")
     print(f"  {'size':>10} {'nccl-tests':>10} {'batch median [min-max]':>26} {'ratio':>6} "
           f"{'per-op median':>14} {'ratio':>6} {'algbw':>7} {'ratio':>6}")
     for row in side["sizes"]:
@@ -103,5 +106,6 @@ if os.path.exists(f"{out}/nccl-tests.txt"):
         algbw = row["bytes"] / b["median"] / 1e3
         print(f"  {row['bytes']:>10} {t[0]:10.2f} {s(b):>26} {b['median'] / t[0]:6.3f} "
               f"{row['time_us']['median']:14.2f} {row['time_us']['median'] / t[0]:6.3f} "
-              f"{algbw:7.2f} {algbw / t[1] if t[1] else 0:6.3f}")
+              # nccl-tests prints algbw to 0.01 GB/s: no ratio below 1 GB/s.
+              f"{algbw:7.2f} " + (f"{algbw / t[1]:6.3f}" if t[1] >= 1 else f"{'-':>6}"))
 PY
