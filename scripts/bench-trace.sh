@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The figures `commtool trace` owes, on the GPU machine, in one go (after building here):
 #  - the bare-loop baseline: untraced trace times beside bench_nccl_bare's at 8 B and 256 MiB
-#    (the same producer -> NCCL stream -> events structure, without workers, checks or CUPTI);
+#    (the same producer -> NCCL stream -> events structure, without workers, checks or CUPTI),
+#    five alternating rounds;
 #  - tracing's cost: traced/untraced per size;
 #  - the all-reduce table at 1 KiB, 1 MiB, 64 MiB and 256 MiB in every mode (blocking-wait
 #    polling every 10 ms and synchronizing), and --stream-scope over 40 samples at 256 MiB;
@@ -31,11 +32,16 @@ run() {  # run NAME ARGS...: the JSON to OUT/NAME.json, the saved run's report t
   "$bin" report "$saves/$name" > "$out/$name.txt"
 }
 
-for b in 8 268435456; do build/tests/bench_nccl_bare $b 200 >> "$out/bare.txt"; done
-"$bin" trace allreduce -b 8 -e 8 -n 200 -w 20 --mode sync --no-cupti --json \
-  --output "$out/untraced-8.json"
-"$bin" trace allreduce -b 256M -e 256M -n 200 -w 20 --mode sync --no-cupti --json \
-  --output "$out/untraced-256M.json"
+# Five alternating rounds: at 8 B the medians of separate processes move by 20-40% from one
+# run to the next, more than the difference looked for, so one pair would prove nothing.
+: > "$out/bare.txt"
+for round in 1 2 3 4 5; do
+  for b in 8 268435456; do
+    echo "$round $(build/tests/bench_nccl_bare $b 200)" >> "$out/bare.txt"
+    "$bin" trace allreduce -b $b -e $b -n 200 -w 20 --mode sync --no-cupti --json \
+      --output "$out/untraced-$b-$round.json"
+  done
+done
 run cost trace allreduce -b 8 -e 256M -f 8 -n 50 -w 10 --mode sync
 run small trace allreduce -b 1K -e 1M -f 1024 -n 20 -w 5 --mode all --poll-ms 10,0 \
   --trace "$out/small-trace.json"
@@ -58,12 +64,19 @@ import json, sys
 out = sys.argv[1]
 def load(n): return json.load(open(f"{out}/{n}.json"))
 def s(x): return "-" if x is None else f"{x['median']:.1f} [{x['min']:.1f}-{x['max']:.1f}]"
-print("== bare loop vs untraced trace (CUDA events around the call, median [min-max] us)")
-bare = {int(l.split()[0]): l.split() for l in open(f"{out}/bare.txt")}
-for size, name in ((8, "untraced-8"), (268435456, "untraced-256M")):
-    row = load(name)["sizes"][0]; b = bare[size]
-    print(f"  {size:>10} B  bare {float(b[2]):9.2f} [{b[3]}-{b[4]}]  trace {s(row['time_us'])}"
-          f"  ratio {row['time_us']['median'] / float(b[2]):.3f}")
+print("== bare loop vs untraced trace (CUDA events around the call; per round the median of 200 "
+      "operations, us; ratio trace/bare per round, median [min-max] of the rounds)")
+import statistics
+bare = {}  # size -> round -> median
+for line in open(f"{out}/bare.txt"):
+    f = line.split()
+    bare.setdefault(int(f[1]), {})[int(f[0])] = float(f[3])
+for size, rounds in sorted(bare.items()):
+    traced = {r: load(f"untraced-{size}-{r}")["sizes"][0]["time_us"]["median"] for r in rounds}
+    ratios = [traced[r] / rounds[r] for r in sorted(rounds)]
+    print(f"  {size:>10} B  bare {' '.join(f'{rounds[r]:.2f}' for r in sorted(rounds))}"
+          f"  trace {' '.join(f'{traced[r]:.2f}' for r in sorted(rounds))}"
+          f"  ratio {statistics.median(ratios):.3f} [{min(ratios):.3f}-{max(ratios):.3f}]")
 print("== tracing cost (traced/untraced time, host call delta)")
 for row in load("cost")["sizes"] + load("small")["sizes"] + load("large")["sizes"]:
     print(f"  {row['bytes']:>10} B  x{row['traced_over_untraced']:.3f}  host call "
