@@ -4,9 +4,9 @@
 # candidate sets, and with all of them off (CUDA events, the runtime API, synchronization and
 # external correlation stay on: the harness finds its events through them), in alternating
 # rounds. A kind's cost per operation is the host call's growth under tracing with it on minus
-# that with it off; traced/untraced shows what reaches the measured time. The last block shows what the
-# attribution loses with each set, at one rank and at two ranks sharing GPU 0 (whether trace
-# needs the kinds left off).
+# that with it off; traced/untraced shows what reaches the measured time. The last block shows
+# what the attribution loses with each set, at one rank and at two ranks sharing GPU 0 (whether
+# trace needs the kinds left off).
 # Full JSON in OUT_DIR; the table is printed last.
 #   scripts/bench-cupti.sh OUT_DIR [ROUNDS]
 set -euo pipefail

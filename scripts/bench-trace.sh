@@ -60,22 +60,23 @@ build/tests/bench_report 2000000 > "$out/report-speed.txt"
 build/tests/bench_report 125000 1 > "$out/report-saved-speed.txt"
 
 python3 - "$out" <<'PY'
-import json, sys
+import json, statistics, sys
 out = sys.argv[1]
 def load(n): return json.load(open(f"{out}/{n}.json"))
 def s(x): return "-" if x is None else f"{x['median']:.1f} [{x['min']:.1f}-{x['max']:.1f}]"
 print("== bare loop vs untraced trace (CUDA events around the call; per round the median of 200 "
       "operations, us; ratio trace/bare per round, median [min-max] of the rounds)")
-import statistics
 bare = {}  # size -> round -> median
 for line in open(f"{out}/bare.txt"):
     f = line.split()
     bare.setdefault(int(f[1]), {})[int(f[0])] = float(f[3])
-for size, rounds in sorted(bare.items()):
-    traced = {r: load(f"untraced-{size}-{r}")["sizes"][0]["time_us"]["median"] for r in rounds}
-    ratios = [traced[r] / rounds[r] for r in sorted(rounds)]
-    print(f"  {size:>10} B  bare {' '.join(f'{rounds[r]:.2f}' for r in sorted(rounds))}"
-          f"  trace {' '.join(f'{traced[r]:.2f}' for r in sorted(rounds))}"
+for size, by_round in sorted(bare.items()):
+    rounds = sorted(by_round)
+    plain = [by_round[r] for r in rounds]
+    traced = [load(f"untraced-{size}-{r}")["sizes"][0]["time_us"]["median"] for r in rounds]
+    ratios = [t / b for t, b in zip(traced, plain)]
+    print(f"  {size:>10} B  bare {' '.join(f'{x:.2f}' for x in plain)}"
+          f"  trace {' '.join(f'{x:.2f}' for x in traced)}"
           f"  ratio {statistics.median(ratios):.3f} [{min(ratios):.3f}-{max(ratios):.3f}]")
 print("== tracing cost (traced/untraced time, host call delta)")
 for row in load("cost")["sizes"] + load("small")["sizes"] + load("large")["sizes"]:
