@@ -17,6 +17,7 @@ mkdir -p "$out"
 bin=build/cli/commtool
 optional=(kernel memcpy memset driver marker)
 # Candidates for trace's default set: the two kinds the split itself does not read.
+# shellcheck disable=SC2054  # one element: the comma list COMMTOOL_CUPTI_KINDS_OFF takes
 candidates=(memset,marker)
 none=$(IFS=,; echo "${optional[*]}")
 configs=(all "${optional[@]}" "${candidates[@]}" "$none")
