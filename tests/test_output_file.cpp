@@ -217,6 +217,72 @@ TEST(OutputFile, ALinkLoopIsUsageErrorNamingThePath) {
   EXPECT_TRUE(fs::is_symlink(dir.path / "a"));
 }
 
+// fs.protected_symlinks, as the kernel applies it to a shell's `> /tmp/link`.
+TEST(OutputFile, ALinkInAStickyWorldWritableDirectoryIsFollowedOnlyByItsOwnerOrTheDirectorys) {
+  using commtool::files::link_is_protected;
+  const mode_t tmp = S_IFDIR | 01777;
+  EXPECT_TRUE(link_is_protected(tmp, /*dir*/ 0, /*link*/ 1000, /*follower*/ 0));
+  EXPECT_TRUE(link_is_protected(tmp, 0, 1000, 1001));
+  EXPECT_FALSE(link_is_protected(tmp, 0, 1000, 1000));           // one's own link
+  EXPECT_FALSE(link_is_protected(tmp, 1000, 1000, 0));           // the directory owner's link
+  EXPECT_FALSE(link_is_protected(S_IFDIR | 0777, 0, 1000, 0));   // not sticky
+  EXPECT_FALSE(link_is_protected(S_IFDIR | 01775, 0, 1000, 0));  // not world-writable
+}
+
+// Another user's link in /tmp pointing at a file root owns: root must not replace that file.
+TEST(OutputFile, ALinkPlantedByAnotherUserInAStickyDirectoryIsRefusedAndItsTargetKept) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the link another owner (CI is root)";
+  TempDir dir;
+  const fs::path shared = dir.path / "tmp";
+  fs::create_directory(shared);
+  ::chmod(shared.c_str(), 01777);
+  const fs::path precious = dir.path / "precious";
+  std::ofstream(precious) << "keep\n";
+  const fs::path link = shared / "report.json";
+  fs::create_symlink(precious, link);
+  ASSERT_EQ(::lchown(link.c_str(), 65534, 65534), 0);  // nobody's
+  for (auto call :
+       {+[](const std::string& p) { commtool::files::check_writable(p, "--output"); },
+        +[](const std::string& p) { commtool::files::write_atomically(p, "x", "--output"); }}) {
+    try {
+      call(link.string());
+      FAIL() << "a planted link was followed";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), commtool::ExitCode::kUsage);
+      EXPECT_NE(std::string(e.what()).find("refusing to follow the symlink"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("fs.protected_symlinks"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(read_file(precious), "keep\n");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(std::distance(fs::directory_iterator(shared), {}), 1);  // no temp file either
+  // The same link owned by the directory's owner is followed, as the kernel follows it.
+  ASSERT_EQ(::lchown(link.c_str(), 0, 0), 0);
+  commtool::files::write_atomically(link.string(), "x", "--output");
+  EXPECT_EQ(read_file(precious), "x");
+}
+
+TEST(OutputFile, ANameLongerThanLinuxTakesIsUsageErrorBeforeAnythingIsWritten) {
+  TempDir dir;
+  const std::string long_name = (dir.path / std::string(300, 'n')).string();
+  for (const std::string& path : {long_name, "/" + std::string(5000, 'd') + "/x"}) {
+    try {
+      commtool::files::check_writable(path, "--trace");
+      FAIL() << "an over-long name was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), commtool::ExitCode::kUsage);
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("--trace ", 0), 0u) << what;
+      EXPECT_NE(what.find("at most"), std::string::npos) << what;
+      EXPECT_LT(what.size(), 400u) << "the name is quoted in part, not whole";
+    }
+  }
+  EXPECT_NO_THROW(
+      commtool::files::check_writable((dir.path / std::string(255, 'n')).string(), "--trace"));
+  EXPECT_EQ(dir.entries(), 0u);
+}
+
 TEST(OutputFile, AnExistingFileKeepsItsMode) {
   TempDir dir;
   const fs::path file = dir.path / "private.json";

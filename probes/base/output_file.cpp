@@ -1,6 +1,7 @@
 #include "probes/base/output_file.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +20,25 @@ namespace fs = std::filesystem;
 
 namespace commtool::files {
 
+bool link_is_protected(mode_t dir_mode, uid_t dir_uid, uid_t link_uid, uid_t follower_uid) {
+  const bool sticky_world_writable = (dir_mode & S_ISVTX) != 0 && (dir_mode & S_IWOTH) != 0;
+  return sticky_world_writable && link_uid != follower_uid && link_uid != dir_uid;
+}
+
+void check_name_length(const std::string& path, const std::string& role) {
+  if (path.size() >= PATH_MAX) {
+    throw usage_error(fmt::format("{} {}: a path of {} bytes; Linux takes at most {}", role,
+                                  excerpt(path), path.size(), PATH_MAX - 1));
+  }
+  for (const fs::path& part : fs::path(path)) {
+    const std::string name = part.string();
+    if (name.size() > NAME_MAX) {
+      throw usage_error(fmt::format("{} {}: the name {} is {} bytes; a file name takes at most {}",
+                                    role, excerpt(path), excerpt(name), name.size(), NAME_MAX));
+    }
+  }
+}
+
 namespace {
 
 std::string directory_of(const std::string& path) {
@@ -34,14 +54,34 @@ Error write_error(const std::string& role, const std::string& path, const std::s
 // As many links as Linux follows in one path lookup before ELOOP.
 constexpr int kMaxLinks = 40;
 
+// The kernel's fs.protected_symlinks rule, for the links commtool follows itself: a symlink in
+// a sticky world-writable directory (/tmp) is followed only by its owner, or when it belongs to
+// the directory's owner. Anyone may plant a link in /tmp; followed by root, it would make
+// commtool replace whatever file it points to. `link` is the symlink, lstat()ed by the caller.
+void refuse_planted_link(const fs::path& link, const struct stat& link_st, const std::string& path,
+                         const std::string& role) {
+  const fs::path dir = link.has_parent_path() ? link.parent_path() : fs::path(".");
+  struct stat dir_st {};
+  if (::stat(dir.c_str(), &dir_st) != 0) return;  // the write itself will say why
+  if (!link_is_protected(dir_st.st_mode, dir_st.st_uid, link_st.st_uid, ::geteuid())) return;
+  throw usage_error(fmt::format(
+      "{} {}: refusing to follow the symlink {}: it belongs to uid {}, not to you or to the "
+      "owner of {}, a sticky world-writable directory, where anyone may plant a link (the "
+      "kernel's fs.protected_symlinks rule); remove the link or give another path",
+      role, excerpt(path), excerpt(link.string()), link_st.st_uid, excerpt(dir.string())));
+}
+
 // The file `path` names once every symlink at its end is followed, a dangling link's target
 // included (as `> link` in a shell creates it): that is the file to replace, and its directory
-// the one for the temp file. Links inside the directory part need no resolving.
+// the one for the temp file. Links inside the directory part need no resolving: the kernel
+// follows those itself, under its own rules.
 std::string resolve_links(const std::string& path, const std::string& role) {
   fs::path p = path;
   for (int i = 0; i < kMaxLinks; ++i) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p.string();
+    refuse_planted_link(p, st, path, role);
     std::error_code ec;
-    if (!fs::is_symlink(fs::symlink_status(p, ec))) return p.string();
     const fs::path target = fs::read_symlink(p, ec);
     if (ec) throw write_error(role, path, "cannot read the link " + p.string(), ec.value());
     p = target.is_absolute() ? target : p.parent_path() / target;
@@ -214,6 +254,9 @@ int try_create_in(const std::string& dir) {
 
 void check_writable(const std::string& path, const std::string& role) {
   if (path.empty()) throw usage_error(role + ": empty file name; give a path such as out.json");
+  check_name_length(path, role);
+  // First, so that a planted link is refused whatever it points to, a device included.
+  const std::string target = resolve_links(path, role);
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     throw usage_error(role + " " + path + ": is a directory; give a file path");
@@ -223,7 +266,7 @@ void check_writable(const std::string& path, const std::string& role) {
       throw write_error(role, path, "cannot write to it", errno);
     return;
   }
-  std::string dir = directory_of(resolve_links(path, role));
+  std::string dir = directory_of(target);
   if (!fs::is_directory(dir, ec)) {
     throw usage_error(role + " " + path + ": directory " + dir + " does not exist");
   }
