@@ -8,7 +8,6 @@
 #include <CLI/CLI.hpp>
 
 #include <ctime>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -54,20 +53,15 @@ std::string cupti_for_job(const std::vector<std::string>& command) {
   }
 }
 
-// commtool-record-<UTC date-time> here, or with -2, -3 ... when a recording of the same second
-// is already there (a script that records job after job).
+// commtool-record-<UTC date-time> here; run_recording numbers it (-2, -3 ...) when a recording
+// of the same second is already there (a script that records job after job).
 std::string default_out_dir() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
   gmtime_r(&now, &utc);
   char stamp[64];
   std::strftime(stamp, sizeof stamp, "commtool-record-%Y%m%d-%H%M%S", &utc);
-  std::string name = stamp;
-  std::error_code ec;
-  for (int n = 2; std::filesystem::exists(name, ec) && n < 1000; ++n) {
-    name = fmt::format("{}-{}", stamp, n);
-  }
-  return name;
+  return stamp;
 }
 
 int run_record_command(const GlobalOptions& global, const RecordOptions& o, CLI::App& cmd,
@@ -86,20 +80,21 @@ int run_record_command(const GlobalOptions& global, const RecordOptions& o, CLI:
   q.command.insert(q.command.end(), rest.begin() + (!rest.empty() && rest[0] == "--" ? 1 : 0),
                    rest.end());
   q.out_dir = o.out_dir.empty() ? default_out_dir() : o.out_dir;
+  q.number_out_dir = o.out_dir.empty();
   if (hang_timeout_given) q.hang_timeout_s = o.hang_timeout_s;
   q.kill_on_hang = o.kill_on_hang;
   q.plugin = tracing::find_profiler_plugin("/proc/self/exe");
   q.commtool_version = fmt::format("{} (git {})", build_info::kVersion, build_info::kGitCommit);
   if (o.cupti) q.cupti_library = cupti_for_job(q.command);
 
-  record::LiveRecording live(q.out_dir);
+  record::LiveRecording live;
   const record::RecordOutcome outcome = record::run_recording(q, live.hooks());
   std::cerr << fmt::format("commtool record: the job {} after {:.1f} s. {}\n", outcome.how_ended,
                            outcome.wall_s, live.summary());
   std::cerr << fmt::format(
       "commtool record: the recording is in {}; analyse it with: commtool "
       "report {}\n",
-      q.out_dir, q.out_dir);
+      outcome.dir, outcome.dir);
   return outcome.status;
 }
 

@@ -1,15 +1,25 @@
 // `commtool record` as a user runs it (a child process, its exit code, its output, what it
 // leaves on disk), with jobs that are shell commands: no GPU or NCCL needed.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cli_run.hpp"
 
 namespace fs = std::filesystem;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -121,4 +131,144 @@ TEST(CliRecord, CuptiStepsAsideForAnotherToolsInjection) {
   std::ifstream meta(dir + "/record.json");
   const std::string text((std::istreambuf_iterator<char>(meta)), {});
   EXPECT_TRUE(contains(text, "\"cupti\": false")) << text;
+}
+
+namespace {
+
+// commtool started directly (not through a shell's `&`, which would ignore SIGINT for it), its
+// output in a file, so that the test can signal it while it runs.
+struct Running {
+  pid_t pid = -1;
+  int wait_status() {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return status;
+  }
+};
+
+Running start_commtool(const std::vector<std::string>& args, const fs::path& log) {
+  std::vector<std::string> argv{COMMTOOL_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> ptrs;
+    for (std::string& a : argv)
+      ptrs.push_back(a.data());
+    ptrs.push_back(nullptr);
+    ::execv(ptrs[0], ptrs.data());
+    ::_exit(127);
+  }
+  return {pid};
+}
+
+// The processes whose command line holds `marker` (from /proc), zombies left out.
+std::vector<pid_t> processes_with(const std::string& marker) {
+  std::vector<pid_t> out;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string text((std::istreambuf_iterator<char>(cmdline)), {});
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t paren = line.rfind(')');
+    const bool zombie =
+        paren != std::string::npos && line.size() > paren + 2 && line[paren + 2] == 'Z';
+    if (!zombie && text.find(marker) != std::string::npos) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+}  // namespace
+
+// A kill or a scheduler's cancel of commtool must not leave the job's processes running with
+// no parent, holding their GPUs: the one the job's shell orphaned at once (`(cmd &)`) included.
+TEST(CliRecord, SigtermToCommtoolEndsTheJobsWholeTreeOrphansIncluded) {
+  TempDir tmp;
+  const std::string marker = "31.4159" + std::to_string(::getpid());
+  Running r = start_commtool({"record", "--out", (tmp.path / "rec").string(), "--", "sh", "-c",
+                              "(sleep " + marker + " &); sleep " + marker + " & wait"},
+                             tmp.path / "log");
+  ASSERT_TRUE(wait_until([&] { return processes_with("sleep " + marker).size() == 2; }, 10s));
+  ::kill(r.pid, SIGTERM);
+  const int status = r.wait_status();
+  const std::vector<pid_t> left = processes_with("sleep " + marker);
+  for (pid_t p : left)
+    ::kill(p, SIGKILL);
+  EXPECT_TRUE(left.empty()) << left.size() << " process(es) of the job outlived commtool";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);  // the job's status: its shell was terminated
+  std::ifstream log(tmp.path / "log");
+  const std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_TRUE(contains(text, "SIGTERM: ending the job and every process it started")) << text;
+  std::ifstream meta(tmp.path / "rec" / "record.json");
+  const std::string m((std::istreambuf_iterator<char>(meta)), {});
+  EXPECT_TRUE(contains(m, "\"killed_by_commtool\": true")) << m;
+}
+
+// Ctrl-C at a terminal reaches the job itself (same process group); `kill -INT` reaches only
+// commtool, which must pass it on rather than swallow it.
+TEST(CliRecord, SigintSentByAnotherProcessIsPassedToTheJob) {
+  TempDir tmp;
+  const fs::path got = tmp.path / "got-int";
+  Running r = start_commtool({"record", "--out", (tmp.path / "rec").string(), "--", "sh", "-c",
+                              "trap 'echo int > " + got.string() + "; exit 0' INT; touch " +
+                                  (tmp.path / "ready").string() + "; while :; do sleep 0.05; done"},
+                             tmp.path / "log");
+  ASSERT_TRUE(wait_until([&] { return fs::exists(tmp.path / "ready"); }, 10s));
+  ::kill(r.pid, SIGINT);
+  const bool passed = wait_until([&] { return fs::exists(got); }, 10s);
+  if (!passed) ::kill(r.pid, SIGTERM);
+  const int status = r.wait_status();
+  EXPECT_TRUE(passed) << "the job never got the SIGINT";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// Recordings started together in one directory: every run gets a directory of its own, and
+// every one holds its record.json. With one --out, one run gets it and the rest exit 2.
+TEST(CliRecord, RunsStartedTogetherNeverShareADirectory) {
+  TempDir tmp;
+  const std::string bin = COMMTOOL_BINARY;
+  const Result together = cli_test::run_shell(
+      "cd " + tmp.path.string() + " && for i in 0 1 2 3 4 5 6 7 8 9; do " + bin +
+      " record -- sh -c 'echo \"dir=$COMMTOOL_RECORD_DIR\"' 2>/dev/null & done; wait");
+  std::set<std::string> told;
+  for (size_t at = together.out.find("dir="); at != std::string::npos;
+       at = together.out.find("dir=", at + 1)) {
+    told.insert(together.out.substr(at + 4, together.out.find('\n', at) - at - 4));
+  }
+  EXPECT_EQ(told.size(), 10u) << together.out;
+  size_t made = 0;
+  for (const auto& entry : fs::directory_iterator(tmp.path)) {
+    ++made;
+    EXPECT_TRUE(fs::exists(entry.path() / "record.json")) << entry.path();
+  }
+  EXPECT_EQ(made, 10u);
+
+  const std::string same = (tmp.path / "same").string();
+  const Result named =
+      cli_test::run_shell("for i in 0 1 2 3 4; do (" + bin + " record --out " + same +
+                          " -- sleep 0.5 >/dev/null 2>&1; echo \"rc=$?\") & done; wait");
+  size_t ok = 0, refused = 0;
+  for (size_t at = named.out.find("rc="); at != std::string::npos;
+       at = named.out.find("rc=", at + 1)) {
+    const std::string rc = named.out.substr(at + 3, named.out.find('\n', at) - at - 3);
+    ok += rc == "0";
+    refused += rc == "2";
+  }
+  EXPECT_EQ(ok, 1u) << named.out;
+  EXPECT_EQ(refused, 4u) << named.out;
 }

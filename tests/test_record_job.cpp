@@ -55,7 +55,9 @@ struct FakeRecording {
   std::atomic<uint64_t> completed{0};
   std::atomic<uint64_t> in_flight{0};
   RecordHooks hooks() {
-    return {[this] { ++polls; }, [this] { return completed.load(); },
+    return {nullptr,
+            [this] { ++polls; },
+            [this] { return completed.load(); },
             [this] { return in_flight.load(); },
             [] { return std::string("rank 1 never started AllReduce #7\n"); },
             [] { return std::string("nothing recorded"); }};

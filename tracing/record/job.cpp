@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -215,12 +217,13 @@ std::vector<pid_t> descendants(pid_t pid) {
   return out;
 }
 
-int Job::terminate_tree(std::chrono::duration<double> grace) {
+int Job::terminate_tree(std::chrono::duration<double> grace, int first) {
   if (pid_ <= 0 || poll_exit()) return 0;
-  std::vector<pid_t> victims = descendants(pid_);
-  victims.push_back(pid_);
+  // Below this process rather than below the job: what the job orphaned is ours (AdoptOrphans).
+  std::vector<pid_t> victims = descendants(::getpid());
+  if (std::find(victims.begin(), victims.end(), pid_) == victims.end()) victims.push_back(pid_);
   for (pid_t p : victims)
-    ::kill(p, SIGTERM);
+    ::kill(p, first);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(grace);
   auto any_alive = [&] {
@@ -236,6 +239,25 @@ int Job::terminate_tree(std::chrono::duration<double> grace) {
     if (p == pid_ ? !reaped_ : alive(p)) ::kill(p, SIGKILL);
   }
   return static_cast<int>(victims.size());
+}
+
+AdoptOrphans::AdoptOrphans() {
+  ::prctl(PR_GET_CHILD_SUBREAPER, &previous_, 0, 0, 0);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
+AdoptOrphans::~AdoptOrphans() {
+  ::prctl(PR_SET_CHILD_SUBREAPER, previous_, 0, 0, 0);
+}
+
+void AdoptOrphans::reap(pid_t job) const {
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream children(task.path() / "children");
+    for (pid_t child; children >> child;) {
+      if (child != job) ::waitpid(child, nullptr, WNOHANG);
+    }
+  }
 }
 
 }  // namespace commtool::record

@@ -5,6 +5,7 @@
 // the job's fate is never commtool's.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -47,9 +48,11 @@ class Job {
 
   // Sends sig to the job's own process (torchrun, say, which forwards it to its workers).
   void signal(int sig) const;
-  // Ends the job and everything it started: SIGTERM to every process below it and to it,
-  // `grace` for them to exit, then SIGKILL. Returns how many processes were signalled.
-  int terminate_tree(std::chrono::duration<double> grace);
+  // Ends the job and everything it started: `first` (SIGTERM unless told) to every process
+  // below it and to it, `grace` for them to exit, then SIGKILL. Processes the job left behind
+  // count too where this process adopted them (AdoptOrphans). Returns how many processes were
+  // signalled.
+  int terminate_tree(std::chrono::duration<double> grace, int first = SIGTERM);
 
  private:
   explicit Job(pid_t pid) : pid_(pid) {}
@@ -62,5 +65,22 @@ class Job {
 // Every process below `pid` (children, their children, ...), from /proc. Empty where /proc
 // does not list children (a kernel without CONFIG_PROC_CHILDREN).
 std::vector<pid_t> descendants(pid_t pid);
+
+// While alive, this process is a child subreaper (prctl PR_SET_CHILD_SUBREAPER): a process of
+// the job whose parent exits (a shell's `cmd &`, a launcher that dies first) is reparented to
+// commtool instead of init, so the job's tree stays below commtool and terminate_tree reaches
+// all of it. reap() collects those adopted ones that have exited, leaving `job` to
+// Job::poll_exit. The previous setting comes back with the destructor.
+class AdoptOrphans {
+ public:
+  AdoptOrphans();
+  ~AdoptOrphans();
+  AdoptOrphans(const AdoptOrphans&) = delete;
+  AdoptOrphans& operator=(const AdoptOrphans&) = delete;
+  void reap(pid_t job) const;
+
+ private:
+  int previous_ = 0;
+};
 
 }  // namespace commtool::record

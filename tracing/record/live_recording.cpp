@@ -11,11 +11,13 @@
 
 namespace commtool::record {
 
-LiveRecording::LiveRecording(const std::filesystem::path& dir)
-    : reader_(dir, Retention::kStanding) {}
+void LiveRecording::attach(const std::filesystem::path& dir) {
+  reader_ = RecordingReader(dir, Retention::kStanding);
+  attached_ = true;
+}
 
 void LiveRecording::poll() {
-  if (!broken_.empty()) return;
+  if (!attached_ || !broken_.empty()) return;
   try {
     reader_.poll();
   } catch (const Error& e) {
@@ -67,8 +69,12 @@ std::string LiveRecording::summary() const {
 }
 
 RecordHooks LiveRecording::hooks() {
-  return {[this] { poll(); }, [this] { return ended(); }, [this] { return in_flight(); },
-          [this] { return standing(); }, [this] { return summary(); }};
+  return {[this](const std::string& dir) { attach(dir); },
+          [this] { poll(); },
+          [this] { return ended(); },
+          [this] { return in_flight(); },
+          [this] { return standing(); },
+          [this] { return summary(); }};
 }
 
 }  // namespace commtool::record

@@ -13,7 +13,10 @@ namespace commtool::record {
 
 class LiveRecording {
  public:
-  explicit LiveRecording(const std::filesystem::path& dir);
+  // Watches nothing until attach(): run_recording names the directory once it has claimed it.
+  LiveRecording() = default;
+  explicit LiveRecording(const std::filesystem::path& dir) { attach(dir); }
+  void attach(const std::filesystem::path& dir);
 
   // Reads what the processes wrote since the last call. A recording that turns out to be bad
   // input (a line the reader refuses) is the plugin's failure, not the job's: it is said once
@@ -28,7 +31,8 @@ class LiveRecording {
   RecordHooks hooks();
 
  private:
-  RecordingReader reader_;
+  RecordingReader reader_{{}, Retention::kStanding};
+  bool attached_ = false;
   std::string broken_;  // why watching stopped, when it did
 };
 

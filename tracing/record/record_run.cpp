@@ -3,13 +3,17 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "probes/base/error.hpp"
 #include "probes/base/output_file.hpp"
@@ -17,6 +21,7 @@
 #include "tracing/profiler/plugin_support.hpp"
 #include "tracing/profiler/record_line.hpp"
 #include "tracing/record/job.hpp"
+#include "tracing/record/recording.hpp"
 #include "tracing/record/recording_meta.hpp"
 #include "tracing/trace/trace_run.hpp"
 
@@ -90,18 +95,70 @@ void report_standing(const RecordRequest& q, const RecordHooks& hooks, int& snap
   }
 }
 
-void make_directory(const std::string& dir) {
+// How many numbered names a default recording directory tries: a script that records job after
+// job within one second, or many `record` runs started together in one directory.
+constexpr int kMaxNumberedNames = 10000;
+
+// Makes dir; 0, or the errno of the failure (EEXIST when anything is there).
+int make_one_directory(const std::string& dir) {
+  return ::mkdir(dir.c_str(), 0777) == 0 ? 0 : errno;
+}
+
+Error claim_error(const std::string& dir, const std::string& what, int err) {
+  return usage_error(fmt::format("--out {}: {}: {}", excerpt(dir), what, std::strerror(err)));
+}
+
+// The directory is this run's once it made DIR/procs: mkdir is atomic, so of any number of
+// runs naming one directory exactly one makes it. A directory that was there before must hold
+// nothing else, and is left as it was found when it does.
+RecordingDir claim_named(const std::string& dir) {
+  RecordingDir out{dir, false};
+  if (int err = make_one_directory(dir); err == EEXIST) {
+    out.existed = true;
+  } else if (err != 0) {
+    throw claim_error(dir, "cannot create the directory", err);
+  }
+  const std::string procs = (fs::path(dir) / kProcsDir).string();
+  if (int err = make_one_directory(procs); err != 0) {
+    if (err == EEXIST || err == ENOTDIR) {
+      throw usage_error(fmt::format(
+          "--out {}: {}; a recording needs a directory of its own (name a new one)", excerpt(dir),
+          err == EEXIST ? "already holds a recording (or another record run is writing it)"
+                        : "exists and is not a directory"));
+    }
+    throw claim_error(dir, "cannot create procs/ in it", err);
+  }
   std::error_code ec;
-  fs::create_directory(dir, ec);
-  if (ec) {
-    throw usage_error(
-        fmt::format("--out {}: cannot create the directory: {}", excerpt(dir), ec.message()));
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename() == kProcsDir) continue;
+    ::rmdir(procs.c_str());
+    throw usage_error(fmt::format(
+        "--out {}: exists and is not an empty directory ({} is in it); a recording needs a "
+        "directory of its own (name a new one)",
+        excerpt(dir), excerpt(entry.path().filename().string())));
   }
-  fs::create_directory(fs::path(dir) / "procs", ec);
-  if (ec) {
-    throw usage_error(
-        fmt::format("--out {}: cannot create procs/ in it: {}", excerpt(dir), ec.message()));
+  return out;
+}
+
+// The first of stem, stem-2, stem-3 ... that this run creates itself.
+RecordingDir claim_numbered(const std::string& stem) {
+  for (int n = 1; n <= kMaxNumberedNames; ++n) {
+    const std::string dir = n == 1 ? stem : fmt::format("{}-{}", stem, n);
+    if (int err = make_one_directory(dir); err == EEXIST) {
+      continue;
+    } else if (err != 0) {
+      throw claim_error(dir, "cannot create the directory", err);
+    }
+    if (int err = make_one_directory((fs::path(dir) / kProcsDir).string()); err != 0) {
+      ::rmdir(dir.c_str());
+      throw claim_error(dir, "cannot create procs/ in it", err);
+    }
+    return {dir, false};
   }
+  throw usage_error(
+      fmt::format("{} and {} numbered names after it are all taken; name a "
+                  "directory with --out",
+                  excerpt(stem), kMaxNumberedNames - 1));
 }
 
 }  // namespace
@@ -125,9 +182,12 @@ void check_request(const RecordRequest& q) {
     throw usage_error("--kill-on-hang needs --hang-timeout: it says when the job counts as hung");
   }
   if (q.out_dir.empty()) throw usage_error("--out: an empty name; give a directory");
+  files::check_name_length(q.out_dir, "--out");
+  if (q.number_out_dir) files::check_name_length(q.out_dir + "-10000", "--out");
+  // Said here, before anything is started; claim_named() decides it for good, atomically.
   std::error_code ec;
   const fs::path dir(q.out_dir);
-  if (fs::exists(fs::symlink_status(dir, ec))) {
+  if (!q.number_out_dir && fs::exists(fs::symlink_status(dir, ec))) {
     if (!fs::is_directory(dir, ec) || !fs::is_empty(dir, ec)) {
       throw usage_error(fmt::format(
           "--out {}: exists and is not an empty directory; a recording needs a directory of its "
@@ -191,40 +251,56 @@ RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
   // record.json appears finds its handler; handlers (unlike SIG_IGN) do not pass to the job
   // through exec.
   workers::SignalTrap trap({SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1});
-  const bool dir_existed = fs::exists(q.out_dir);
-  make_directory(q.out_dir);
-  const std::string meta_path = (fs::path(q.out_dir) / kRecordingMetaFile).string();
-  Meta meta(q, meta_path);
-  const auto started = Clock::now();
+  const AdoptOrphans adopt;
+  const RecordingDir dir = q.number_out_dir ? claim_numbered(q.out_dir) : claim_named(q.out_dir);
+  RecordRequest claimed = q;
+  claimed.out_dir = dir.path;
+  const std::string meta_path = (fs::path(dir.path) / kRecordingMetaFile).string();
   Job job;
+  std::optional<Meta> meta;
   try {
-    job = Job::start(q.command, record_environment(q, std::getenv("LD_PRELOAD")));
+    meta.emplace(claimed, meta_path);
+    if (hooks.attach) hooks.attach(dir.path);
+    job = Job::start(q.command, record_environment(claimed, std::getenv("LD_PRELOAD")));
   } catch (...) {
     std::error_code ec;
-    if (dir_existed) {
+    if (dir.existed) {
       fs::remove(meta_path, ec);
-      fs::remove(fs::path(q.out_dir) / "procs", ec);
+      fs::remove(fs::path(dir.path) / kProcsDir, ec);
     } else {
-      fs::remove_all(q.out_dir, ec);
+      fs::remove_all(dir.path, ec);
     }
     throw;
   }
+  const auto started = Clock::now();
 
   RecordOutcome out;
+  out.dir = dir.path;
   int snapshots = 0;
   uint64_t completed = 0;
   auto last_progress = Clock::now();
   while (!job.poll_exit()) {
     pollfd p{trap.fd(), POLLIN, 0};
     ::poll(&p, 1, static_cast<int>(kTick.count()));
-    for (int sig = trap.take(); sig != 0; sig = trap.take()) {
-      if (sig == SIGUSR1) {
-        report_standing(q, hooks, snapshots, "SIGUSR1: where every rank stands");
-      } else if (sig == SIGTERM || sig == SIGHUP) {
-        job.signal(sig);  // the job decides what to do with it, as without commtool
+    for (auto c = trap.take_caught(); c.sig != 0; c = trap.take_caught()) {
+      if (c.sig == SIGUSR1) {
+        report_standing(claimed, hooks, snapshots, "SIGUSR1: where every rank stands");
+      } else if (c.sig == SIGTERM || c.sig == SIGHUP) {
+        // commtool is being stopped (a kill, a scheduler's cancel, a closed terminal): the job
+        // goes with it, its whole tree, or its workers would hold their GPUs with no parent.
+        const char* name = c.sig == SIGTERM ? "SIGTERM" : "SIGHUP";
+        std::cerr << fmt::format(
+            "commtool record: {}: ending the job and every process it started ({} to each, "
+            "SIGKILL after {} s)\n",
+            name, name, kKillGrace.count());
+        job.terminate_tree(kKillGrace, c.sig);
+        out.killed_by_commtool = true;
+      } else if (c.sent_by_process) {
+        job.signal(c.sig);  // SIGINT, SIGQUIT from kill(1): passed on, as Ctrl-C would reach it
       }
-      // SIGINT and SIGQUIT come from the terminal, which sends them to the job as well.
+      // From the terminal, SIGINT and SIGQUIT reach the job as well: its group is commtool's.
     }
+    adopt.reap(job.pid());
     hooks.poll();
     const uint64_t now_completed = hooks.completed();
     if (now_completed != completed) {
@@ -234,15 +310,15 @@ RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
         // A slow phase, not a hang after all: say so, and watch for the next one.
         std::cerr << "commtool record: operations complete again; the job was not hung\n";
         out.hang_detected = false;
-        meta.resumed();
+        meta->resumed();
       }
     }
     if (q.hang_timeout_s && !out.hang_detected && hooks.in_flight() > 0) {
       const double quiet = std::chrono::duration<double>(Clock::now() - last_progress).count();
       if (quiet >= *q.hang_timeout_s) {
         out.hang_detected = true;
-        meta.hang(quiet);
-        report_standing(q, hooks, snapshots,
+        meta->hang(quiet);
+        report_standing(claimed, hooks, snapshots,
                         fmt::format("no NCCL operation has completed for {:.1f} s with {} in "
                                     "flight: the job looks hung",
                                     quiet, hooks.in_flight()));
@@ -264,9 +340,9 @@ RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
   out.status = job.shell_status();
   out.how_ended = job.describe_exit();
   out.wall_s = std::chrono::duration<double>(Clock::now() - started).count();
-  meta.ended(job, out);
+  meta->ended(job, out);
   if (hooks.in_flight() > 0 && !out.hang_detected) {
-    report_standing(q, hooks, snapshots,
+    report_standing(claimed, hooks, snapshots,
                     fmt::format("the job ended with {} operation(s) started and never completed",
                                 hooks.in_flight()));
   }

@@ -11,8 +11,11 @@
 //
 // The job keeps commtool's terminal and streams; its exit status is commtool's (128 + signal
 // when a signal ended it). Ctrl-C reaches the job from the terminal as it would without
-// commtool; SIGTERM and SIGHUP sent to commtool are passed on to the job; SIGUSR1 prints where
-// every rank stands. A job is killed only when the user asked for it (--kill-on-hang).
+// commtool; SIGINT and SIGQUIT that a process sends commtool are passed on to the job's own
+// process; SIGUSR1 prints where every rank stands. SIGTERM or SIGHUP to commtool ends the job
+// and every process below it (that signal, then SIGKILL 10 s later), as --kill-on-hang does:
+// commtool is a child subreaper meanwhile, so a process whose parent died is still found. A
+// job is otherwise killed only when the user asked for it (--kill-on-hang).
 #pragma once
 
 #include <cstdint>
@@ -24,8 +27,11 @@
 namespace commtool::record {
 
 struct RecordRequest {
-  std::vector<std::string> command;      // the job: argv
-  std::string out_dir;                   // must not exist, or be an empty directory
+  std::vector<std::string> command;  // the job: argv
+  std::string out_dir;               // must not exist, or be an empty directory
+  // out_dir is a name to number: the recording goes into the first of out_dir, out_dir-2,
+  // out_dir-3 ... that this run creates itself (the default directory's name, of the second).
+  bool number_out_dir = false;
   std::optional<double> hang_timeout_s;  // no operation completed for this long: a hang
   bool kill_on_hang = false;             // then end the job (SIGTERM, then SIGKILL)
   std::string plugin;                    // the profiler plugin library, an absolute path
@@ -39,6 +45,8 @@ struct RecordRequest {
 // What the loop asks of the growing recording. Kept as functions so that this layer does not
 // depend on the analysis that answers them (reports/record).
 struct RecordHooks {
+  // The recording's directory, once this run has claimed it; called before any other hook.
+  std::function<void(const std::string& dir)> attach;
   std::function<void()> poll;             // read what the processes have written since
   std::function<uint64_t()> completed;    // operations ended so far, over every process
   std::function<uint64_t()> in_flight;    // operations started and not yet ended
@@ -47,6 +55,7 @@ struct RecordHooks {
 };
 
 struct RecordOutcome {
+  std::string dir;        // the recording's directory
   int status = 0;         // the job's, as a shell reports it
   std::string how_ended;  // "exited with status 0"
   bool hang_detected = false;
@@ -58,8 +67,20 @@ struct RecordOutcome {
 // be created, the timeout is a number of seconds. Throws BadValue / Error(kUsage).
 void check_request(const RecordRequest& request);
 
-// Creates DIR and DIR/procs, writes record.json, runs the job to its end and returns how it
+// A recording's directory as run_recording claims it: `existed` when it was an empty directory
+// before (it is then left as it was found if the job cannot start).
+struct RecordingDir {
+  std::string path;
+  bool existed = false;
+};
+
+// Claims the directory (below), writes record.json, runs the job to its end and returns how it
 // ended. Progress lines and the hang report go to standard error.
+//
+// The directory is claimed atomically, so that recordings started together never share one:
+// the run that creates DIR/procs owns DIR (mkdir fails for all but one). With --out, a DIR that
+// another run holds, or that holds anything else, is exit 2; the default name moves on to the
+// next free number instead.
 RecordOutcome run_recording(const RecordRequest& request, const RecordHooks& hooks);
 
 // Why the CUPTI layer must not be injected into this job, or empty when it may: another tool

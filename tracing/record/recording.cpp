@@ -28,7 +28,6 @@ using nccl_profiler::WorkLine;
 
 namespace {
 
-constexpr const char* kProcsDir = "procs";
 constexpr std::string_view kProcFileSuffix = ".jsonl";
 // Read per call of read_more: large enough that a multi-GiB file loads at disk speed, small
 // enough that the bytes of one read never matter.

@@ -34,6 +34,8 @@ namespace commtool::record {
 inline constexpr uint64_t kMaxRecordedOperations = 20'000'000;
 // The longest line a reader accepts: a record line is a few hundred bytes, plus the names an
 // application gives. A longer one is not a line the plugin wrote.
+// The folder of a recording that holds one line file per process.
+inline constexpr const char* kProcsDir = "procs";
 inline constexpr size_t kMaxLineBytes = 64 * 1024;
 // Operations one rank of one communicator may have started without an end line before the
 // oldest are let go (RankRecord::forgotten): an end line lost to a drop must not grow the

@@ -17,11 +17,16 @@ namespace {
 
 std::atomic<int> g_signal_pipe{-1};  // the write end, for the handler
 
-extern "C" void on_stop_signal(int sig) {
+// One byte a signal: its number (below 65), and kFromProcess when a process sent it (si_code
+// SI_USER, SI_QUEUE, SI_TKILL are not positive; the kernel's own, a terminal's included, are).
+constexpr unsigned char kFromProcess = 0x80;
+
+extern "C" void on_stop_signal(int sig, siginfo_t* info, void*) {
   int saved_errno = errno;
   int fd = g_signal_pipe.load();
   if (fd >= 0) {
-    unsigned char byte = static_cast<unsigned char>(sig);
+    const bool from_process = info != nullptr && info->si_code <= 0;
+    unsigned char byte = static_cast<unsigned char>(sig) | (from_process ? kFromProcess : 0);
     ssize_t ignored = ::write(fd, &byte, 1);  // a full pipe already holds a signal: fine
     (void)ignored;
   }
@@ -45,9 +50,9 @@ SignalTrap::SignalTrap(std::initializer_list<int> signals) {
   }
   for (Trapped& t : trapped_) {
     struct sigaction action {};
-    action.sa_handler = on_stop_signal;
+    action.sa_sigaction = on_stop_signal;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
+    action.sa_flags = SA_RESTART | SA_SIGINFO;
     ::sigaction(t.sig, nullptr, &t.previous);
     t.installed = t.previous.sa_handler != SIG_IGN && ::sigaction(t.sig, &action, nullptr) == 0;
   }
@@ -60,9 +65,10 @@ SignalTrap::~SignalTrap() {
   g_signal_pipe.store(-1);
 }
 
-int SignalTrap::take() {
+SignalTrap::Caught SignalTrap::take_caught() {
   unsigned char byte = 0;
-  return ::read(read_.get(), &byte, 1) == 1 ? byte : 0;
+  if (::read(read_.get(), &byte, 1) != 1) return {};
+  return {byte & ~kFromProcess, (byte & kFromProcess) != 0};
 }
 
 }  // namespace commtool::workers

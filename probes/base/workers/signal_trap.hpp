@@ -23,8 +23,16 @@ class SignalTrap {
   SignalTrap(const SignalTrap&) = delete;
   SignalTrap& operator=(const SignalTrap&) = delete;
 
+  struct Caught {
+    int sig = 0;  // 0: none
+    // Sent by a process (kill, sigqueue), not by the kernel: a terminal's Ctrl-C reaches every
+    // process of its foreground group from the kernel, so the job got that one too.
+    bool sent_by_process = false;
+  };
+
   int fd() const { return read_.get(); }  // readable when a signal has come
-  int take();                             // the first signal not yet taken, or 0
+  Caught take_caught();                   // the first signal not yet taken, or sig 0
+  int take() { return take_caught().sig; }
 
  private:
   struct Trapped {
