@@ -1,5 +1,10 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "probes/base/error.hpp"
 #include "probes/topo/classify.hpp"
 #include "probes/topo/nccl_xml.hpp"
 #include "probes/topo/sysfs_reader.hpp"
@@ -125,4 +130,65 @@ TEST(TopoJson, CudaNotAskedIsNullNotFalse) {
   auto doc = reports::topo_to_json(t, analyze(t));
   EXPECT_EQ(doc["cuda_queried"], false);
   EXPECT_TRUE(doc["cuda_available"].is_null());
+}
+
+namespace {
+
+// An NCCL topology file of `gpus` GPUs, 32 to a PCIe switch under one CPU: every pair PIX within
+// a switch, PHB across switches.
+std::string many_gpus_xml(int gpus) {
+  std::string xml = R"(<system version="1"><cpu numaid="0" affinity="ff" arch="x86_64" )"
+                    R"(vendor="GenuineIntel" familyid="6" modelid="143">)";
+  for (int sw = 0; sw * 32 < gpus; ++sw) {
+    xml += fmt::format(R"(<pci busid="0002:{:02x}:00.0" class="0x060400" vendor="0x1000" )"
+                       R"(device="0xc030" link_speed="32.0 GT/s PCIe" link_width="16">)",
+                       sw);
+    for (int i = sw * 32; i < std::min(gpus, sw * 32 + 32); ++i) {
+      xml += fmt::format(R"(<pci busid="0001:{:02x}:{:02x}.0" class="0x030200" vendor="0x10de" )"
+                         R"(device="0x2330" link_speed="32.0 GT/s PCIe" link_width="16">)"
+                         R"(<gpu dev="{}" sm="90" rank="{}" gdr="1"/></pci>)",
+                         i / 32, i % 32, i, i);
+    }
+    xml += "</pci>";
+  }
+  return xml + "</cpu></system>";
+}
+
+}  // namespace
+
+// Past 64 devices the matrix is counted by path in the text and in the JSON alike: 4,096 GPUs
+// once made a 256 MB document and took 2.2 GB to build.
+TEST(TopoJson, PastSixtyFourDevicesTheMatrixIsCountedByPathNotListed) {
+  const Topology small = parse_nccl_xml(many_gpus_xml(64), "small.xml");
+  const auto listed = reports::topo_to_json(small, analyze(small));
+  EXPECT_EQ(listed["matrix"]["cells"].size(), 64u);
+  EXPECT_FALSE(listed["matrix"].contains("pairs_by_path"));
+
+  const Topology big = parse_nccl_xml(many_gpus_xml(96), "big.xml");
+  const Analysis a = analyze(big);
+  const auto doc = reports::topo_to_json(big, a);
+  EXPECT_TRUE(doc["matrix"]["cells"].is_null());
+  EXPECT_EQ(doc["matrix"]["labels"].size(), 96u);
+  // 3 switches of 32: 3 x C(32,2) = 1,488 PIX pairs, the other 4,560 - 1,488 = 3,072 PHB.
+  EXPECT_EQ(doc["matrix"]["pairs_by_path"]["gpu_gpu"],
+            nlohmann::json::parse(R"([{"path":"PIX","pairs":1488},{"path":"PHB","pairs":3072}])"));
+  EXPECT_EQ(doc["matrix"]["pairs_by_path"]["gpu_nic"], nlohmann::json::array());
+  const std::string text = reports::render_topo_text(big, a);
+  EXPECT_TRUE(contains(text, "96 GPUs and 0 NICs: too many to print as a table (more than 64)"))
+      << text;
+  EXPECT_TRUE(contains(text, "GPU-GPU: PIX 1488, PHB 3072")) << text;
+  EXPECT_LT(doc.dump().size(), 96u * 1000) << "the document grows with the GPUs";
+}
+
+TEST(TopoReaders, MoreGpusThanAnyMachineHasIsUsageErrorNamingTheCount) {
+  try {
+    parse_nccl_xml(many_gpus_xml(4097), "huge.xml");
+    FAIL() << "4,097 GPUs were accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_TRUE(contains(e.what(),
+                         "huge.xml: 4097 GPUs; commtool reads topologies of at most "
+                         "4096 GPUs"))
+        << e.what();
+  }
 }

@@ -273,4 +273,22 @@ Analysis analyze(const Topology& topo) {
   return a;
 }
 
+MatrixSummary summarise_matrix(const ConnectionMatrix& m, size_t gpus) {
+  using Key = std::pair<PathClass, uint16_t>;  // counted by value: 8 M pairs, no string each
+  std::map<Key, size_t> gpu_pairs, gpu_nic_pairs;
+  for (size_t r = 0; r < gpus && r < m.cells.size(); ++r) {
+    for (size_t c = r + 1; c < m.cells[r].size(); ++c) {
+      const Connection& cell = m.cells[r][c];
+      ++(c < gpus ? gpu_pairs : gpu_nic_pairs)[{cell.path, cell.nvlinks}];
+    }
+  }
+  auto listed = [](const std::map<Key, size_t>& counts) {
+    std::vector<PathCount> out;
+    for (const auto& [key, n] : counts)
+      out.push_back({Connection{key.first, key.second, false}, n});
+    return out;
+  };
+  return {listed(gpu_pairs), listed(gpu_nic_pairs)};
+}
+
 }  // namespace commtool::topo

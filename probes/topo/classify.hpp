@@ -47,6 +47,22 @@ struct ConnectionMatrix {
   std::vector<std::vector<Connection>> cells;  // [row][col]
 };
 
+// Past this many GPUs and NICs together the matrix is given as counts of pairs by path (the
+// text and the JSON alike): a 4,096-column table helps no one, and its cells would make the
+// JSON grow with the square of the devices (16.8 M cells, 5 GB of memory at 4,096 GPUs).
+inline constexpr size_t kMatrixListedUpTo = 64;
+
+// How many pairs have each connection, GPU with GPU and GPU with NIC; by path and NVLink count,
+// the lowest class first.
+struct PathCount {
+  Connection connection;
+  size_t pairs = 0;
+};
+struct MatrixSummary {
+  std::vector<PathCount> gpu_gpu, gpu_nic;
+};
+MatrixSummary summarise_matrix(const ConnectionMatrix& m, size_t gpus);
+
 struct NicPairing {
   int gpu = 0;
   int nic = -1;  // Nic::index, -1 when the machine has no NIC

@@ -437,12 +437,15 @@ Topology parse_nccl_xml(std::string_view text, const std::string& source_name) {
                             "a <cpu> without numaid (or numaid=\"-1\"): the devices under it "
                             "have no NUMA node"});
   }
+  check_device_counts(topo);
   topo.reindex();
   return topo;
 }
 
 Topology read_nccl_xml_file(const std::string& path) {
-  return parse_nccl_xml(files::read_input_file(path), path);
+  // A DGX's file is 20 kB; a topology of kMaxTopologyGpus GPUs with their links a few MB.
+  constexpr uint64_t kMaxNcclXmlBytes = 64ull << 20;
+  return parse_nccl_xml(files::read_input_file(path, kMaxNcclXmlBytes), path);
 }
 
 }  // namespace commtool::topo

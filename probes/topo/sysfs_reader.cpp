@@ -165,6 +165,7 @@ class Reader {
     scan_netdevs();
     read_system_facts();
     finish();
+    check_device_counts(topo_);
     return std::move(topo_);
   }
 

@@ -1,9 +1,13 @@
 #include "probes/topo/topology.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <sstream>
+
+#include "probes/base/error.hpp"
 
 namespace commtool::topo {
 
@@ -32,6 +36,17 @@ const T* lookup(const std::vector<T>& items, const std::unordered_map<std::strin
 }
 
 }  // namespace
+
+void check_device_counts(const Topology& topo) {
+  auto refuse = [&](size_t n, const char* what, size_t most) {
+    throw usage_error(
+        fmt::format("{}: {} {}; commtool reads topologies of at most {} {} (its "
+                    "connection matrix grows with their square)",
+                    excerpt(topo.source), n, what, most, what));
+  };
+  if (topo.gpus.size() > kMaxTopologyGpus) refuse(topo.gpus.size(), "GPUs", kMaxTopologyGpus);
+  if (topo.nics.size() > kMaxTopologyNics) refuse(topo.nics.size(), "NICs", kMaxTopologyNics);
+}
 
 void Topology::reindex() {
   pci_index_.clear();

@@ -174,6 +174,17 @@ struct Topology {
   std::unordered_map<std::string, size_t> gpu_index_;
 };
 
+// The most GPUs and NICs one topology may have. No machine comes near (NCCL's own topology
+// holds at most 256 nodes of a kind); the bounds keep the connection matrix, which grows with
+// the square of GPUs plus NICs, near 100 MB for any file (65,536 GPUs in an NCCL topology file
+// once ended in bad_alloc).
+inline constexpr size_t kMaxTopologyGpus = 4096;
+inline constexpr size_t kMaxTopologyNics = 1024;
+
+// Throws usage_error naming the source when `topo` has more GPUs or NICs than the bounds above:
+// called by the readers of files and sysfs trees before anything is analysed.
+void check_device_counts(const Topology& topo);
+
 // "0000:3B:00.0", "00000000:3b:00.0" (NVML), "3b:00.0" -> "0000:3b:00.0"; nullopt otherwise.
 std::optional<std::string> canonical_bdf(const std::string& text);
 

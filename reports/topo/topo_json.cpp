@@ -112,14 +112,33 @@ json tree_json(const Topology& topo) {
   return {{"root_complexes", roots}, {"pci", pci}, {"nvswitches", switches}};
 }
 
-json analysis_json(const Topology& topo, const Analysis& a) {
+// As `nvidia-smi topo -m` up to kMatrixListedUpTo devices; past them the cells are null and
+// the pairs are counted by path, so the document grows with the devices, not their square.
+json matrix_json(const Topology& topo, const ConnectionMatrix& m) {
+  if (m.labels.size() > kMatrixListedUpTo) {
+    const MatrixSummary summary = summarise_matrix(m, topo.gpus.size());
+    auto counts = [](const std::vector<PathCount>& listed) {
+      json out = json::array();
+      for (const PathCount& p : listed)
+        out.push_back({{"path", label(p.connection)}, {"pairs", p.pairs}});
+      return out;
+    };
+    return {{"labels", m.labels},
+            {"cells", nullptr},
+            {"pairs_by_path",
+             {{"gpu_gpu", counts(summary.gpu_gpu)}, {"gpu_nic", counts(summary.gpu_nic)}}}};
+  }
   json cells = json::array();
-  for (const auto& row : a.matrix.cells) {
+  for (const auto& row : m.cells) {
     json r = json::array();
     for (const Connection& c : row)
       r.push_back(label(c));
     cells.push_back(r);
   }
+  return {{"labels", m.labels}, {"cells", cells}};
+}
+
+json analysis_json(const Topology& topo, const Analysis& a) {
   json pairing = json::array();
   for (const NicPairing& p : a.nic_pairing) {
     pairing.push_back(
@@ -147,7 +166,7 @@ json analysis_json(const Topology& topo, const Analysis& a) {
                         {"evidence", f.evidence},
                         {"advice", f.advice}});
   }
-  return {{"matrix", {{"labels", a.matrix.labels}, {"cells", cells}}},
+  return {{"matrix", matrix_json(topo, a.matrix)},
           {"nic_pairing", pairing},
           {"p2p", p2p},
           {"p2p_summary", a.p2p_summary.empty() ? json(nullptr) : json(a.p2p_summary)},

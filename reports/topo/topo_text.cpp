@@ -162,37 +162,25 @@ std::string nic_section(const Topology& topo) {
   return section("NICs") + t.render();
 }
 
-// Past this many GPUs and NICs together the matrix is summarised: a 4,096-column table helps
-// no one, and --json still carries every cell.
-constexpr size_t kMatrixPrintedUpTo = 64;
-
 std::string matrix_summary(const Topology& topo, const Analysis& a) {
-  const size_t gpus = topo.gpus.size();
-  using Key = std::pair<PathClass, int>;  // counted by value: 8 M pairs, no string each
-  std::map<Key, size_t> gpu_pairs, gpu_nic_pairs;
-  for (size_t r = 0; r < gpus; ++r) {
-    for (size_t c = r + 1; c < a.matrix.labels.size(); ++c) {
-      const Connection& cell = a.matrix.cells[r][c];
-      ++(c < gpus ? gpu_pairs : gpu_nic_pairs)[{cell.path, cell.nvlinks}];
-    }
-  }
-  auto counts = [](const std::map<Key, size_t>& m) {
+  const MatrixSummary summary = summarise_matrix(a.matrix, topo.gpus.size());
+  auto counts = [](const std::vector<PathCount>& listed) {
     std::vector<std::string> parts;
-    for (const auto& [key, n] : m)
-      parts.push_back(fmt::format(
-          "{} {}", label(Connection{key.first, static_cast<uint16_t>(key.second), false}), n));
+    for (const PathCount& p : listed)
+      parts.push_back(fmt::format("{} {}", label(p.connection), p.pairs));
     return parts.empty() ? std::string("none") : fmt::format("{}", fmt::join(parts, ", "));
   };
   return fmt::format(
       "  {} GPUs and {} NICs: too many to print as a table (more than {}); pairs by path:\n"
-      "    GPU-GPU: {}\n    GPU-NIC: {}\n  --json carries every cell.\n",
-      gpus, topo.nics.size(), kMatrixPrintedUpTo, counts(gpu_pairs), counts(gpu_nic_pairs));
+      "    GPU-GPU: {}\n    GPU-NIC: {}\n",
+      topo.gpus.size(), topo.nics.size(), kMatrixListedUpTo, counts(summary.gpu_gpu),
+      counts(summary.gpu_nic));
 }
 
 std::string matrix_section(const Topology& topo, const Analysis& a) {
   std::string out = section("Connection matrix");
   if (a.matrix.labels.empty()) return out + "  nothing to connect\n";
-  if (a.matrix.labels.size() > kMatrixPrintedUpTo) return out + matrix_summary(topo, a);
+  if (a.matrix.labels.size() > kMatrixListedUpTo) return out + matrix_summary(topo, a);
   std::vector<std::string> header{""};
   for (const auto& l : a.matrix.labels)
     header.push_back(l);
