@@ -424,6 +424,34 @@ TEST(EpCountsFile, LoadsFromAFileAndNamesAMissingOne) {
             "/tmp/commtool_no_such_file.json: cannot open: No such file or directory");
 }
 
+// A small file must not make the reader allocate many times its size: a 1 GB sparse file (one
+// line of NUL bytes) once took 7 GB and crashed under a memory limit.
+TEST(EpCountsFile, FilesAreBoundedInSizeLinesAndEntries) {
+  TempFile sparse("sparse.csv", "");
+  ASSERT_EQ(::truncate(sparse.path().c_str(), 1ll << 30), 0);
+  EXPECT_TRUE(has(refusal([&] { load_routing_counts(sparse.path()); }),
+                  "1073741824 bytes, more than the 33554432 bytes commtool reads"));
+  const std::string nul_line(1 << 20, '\0');
+  EXPECT_EQ(refusal([&] { parse_routing_counts(nul_line, "r.csv"); }),
+            "r.csv:1: line: longer than 4096 bytes");
+  std::string many = "expert,count\n";
+  for (size_t i = 0; i <= kMaxRoutingEntries; ++i)
+    many += "0,1\n";
+  EXPECT_TRUE(has(refusal([&] { parse_routing_counts(many, "r.csv"); }),
+                  "r.csv: more than 1048576 data lines"));
+  // 17 layers of 65,536 experts each: one layer more than the bound allows.
+  std::string layers = R"({"layers": [)";
+  std::string layer = "[0";
+  for (int e = 1; e < kMaxExperts; ++e)
+    layer += ",0";
+  layer += "]";
+  for (int l = 0; l < 17; ++l)
+    layers += (l ? "," : "") + layer;
+  layers += "]}";
+  EXPECT_TRUE(has(refusal([&] { parse_routing_counts(layers, "r.json"); }),
+                  "r.json: \"layers\"[16]: more than 1048576 (layer, expert) entries"));
+}
+
 TEST(EpCountsFile, CsvFileSumMismatchNamesTheFile) {
   TempFile file("counts.csv", "expert,count\n0,3\n1,2\n");
   const RoutingCounts c = load_routing_counts(file.path());

@@ -297,6 +297,19 @@ TEST(RecordLine, OtherLinesCheckTheirValuesToo) {
             std::string::npos);
 }
 
+// A 2 kB recording claiming 2^31 ranks once made report allocate 8 GB; a rank beyond its
+// communicator's count halved busbw.
+TEST(RecordLine, ACommunicatorsRankCountIsBoundedAndItsRankInsideIt) {
+  EXPECT_NE(parse_error(R"({"k":"comm","comm":"0000000000000001","rank":0,)"
+                        R"("nranks":2147483647,"nodes":1,"name":"","t":0})")
+                .find(R"(comm line: "nranks" 2147483647: must be from 1 to 4194304)"),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"k":"comm","comm":"0000000000000001","rank":2,"nranks":2,)"
+                        R"("nodes":1,"name":"","t":0})")
+                .find(R"(comm line: "rank" 2: must be from 0 to 1)"),
+            std::string::npos);
+}
+
 TEST(RecordLine, AHugeBadValueIsShortenedInTheMessage) {
   const std::string message =
       parse_error(R"({"k":"alive","t":")" + std::string(10'000, 'x') + R"("})");

@@ -90,7 +90,8 @@ std::vector<RecordLine> extremes() {
   lines.push_back(EventLine{StreamId{4'294'967'295u, 1}, 4'294'967'295u, 4'294'967'295u});
   lines.push_back(ProcLine{1, kMaxInt64, "h", kMaxInt64, kMaxInt64, ""});
   lines.push_back(ProcLine{1, 0, "", 0, 0, "x"});
-  lines.push_back(CommLine{kMaxUint64, kMaxInt, kMaxInt, kMaxInt, "", kMaxInt64, "", ""});
+  lines.push_back(
+      CommLine{kMaxUint64, kMaxCommRanks - 1, kMaxCommRanks, kMaxInt, "", kMaxInt64, "", ""});
   lines.push_back(
       CommLine{0, 0, 1, 0, " ~!#$%&'()*+,-./:;<=>?@[]^_`{|}\x7f", 0, "GPU-0", "2.28.9"});
   StartLine top = allreduce();
@@ -211,6 +212,10 @@ TEST(RecordLineFastReader, LeavesValuesOutOfRangeToTheSlowReader) {
   expect_declined(R"({"k":"proc","v":0,"pid":1,"host":"h","realtime":1,"mono":1,"nccl":""})");
   expect_declined(R"({"k":"proc","v":1,"pid":-1,"host":"h","realtime":1,"mono":1,"nccl":""})");
   expect_declined(R"({"k":"comm","comm":"0000000000000001","rank":0,"nranks":0,"nodes":1,)"
+                  R"("name":"","t":0})");
+  expect_declined(R"({"k":"comm","comm":"0000000000000001","rank":0,"nranks":4194305,)"
+                  R"("nodes":1,"name":"","t":0})");
+  expect_declined(R"({"k":"comm","comm":"0000000000000001","rank":2,"nranks":2,"nodes":1,)"
                   R"("name":"","t":0})");
   expect_declined(R"({"k":"drop","lines":-1,"since":0,"t":0})");
   expect_declined(R"({"k":"drop","lines":1,"since":-1,"t":0})");

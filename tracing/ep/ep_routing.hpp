@@ -35,6 +35,13 @@ using RankMatrix = std::vector<std::vector<uint64_t>>;
 // enough that a typo in a file cannot make it allocate gigabytes.
 inline constexpr int kMaxExperts = 1 << 16;
 
+// What a routing or placement file may hold: at most this many (layer, expert) entries, in a
+// file of at most kMaxRoutingFileBytes. A real model's dump is far smaller (DeepSeek-V3: 58 MoE
+// layers x 256 experts, 15k entries in ~200 kB); the bounds keep what reading a file costs
+// below a few hundred MB whatever it holds (a 1 GB sparse file once took 7 GB).
+inline constexpr size_t kMaxRoutingEntries = size_t{1} << 20;
+inline constexpr uint64_t kMaxRoutingFileBytes = 32ull << 20;
+
 // How a token's top-k draws favour experts (--skew). Each of a token's k draws picks among the
 // experts it has not picked yet in proportion to these weights (the Plackett-Luce model: the
 // top-k of a router's logits log(weight) plus Gumbel noise). Because a token picks an expert

@@ -28,7 +28,7 @@ namespace {
 using ep_text::parse_number;
 
 std::string read_text(const std::string& path) {
-  return files::read_input_file(path);
+  return files::read_input_file(path, kMaxRoutingFileBytes);
 }
 
 }  // namespace
@@ -49,27 +49,46 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(first, s.find_last_not_of(space) - first + 1));
 }
 
-// Non-blank, non-comment lines split at commas, fields trimmed.
-std::vector<CsvRow> csv_rows(const std::string& text) {
-  std::vector<CsvRow> rows;
-  std::istringstream in(text);
-  std::string line;
-  for (size_t number = 1; std::getline(in, line); ++number) {
-    std::string content = trim(line);
-    if (content.empty() || content[0] == '#') continue;
-    CsvRow row{number, {}};
-    std::istringstream fields(content);
-    for (std::string field; std::getline(fields, field, ',');)
-      row.fields.push_back(trim(field));
-    if (content.back() == ',') row.fields.emplace_back();
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
 [[noreturn]] void csv_fail(const std::string& source, size_t line, std::string_view field,
                            const std::string& what) {
   throw usage_error(fmt::format("{}:{}: {}: {}", source, line, field, what));
+}
+
+// Non-blank, non-comment lines split at commas, fields trimmed; at most kMaxRoutingEntries of
+// them (and a header), each of at most a few fields, so that no file can make this allocate
+// more than a small multiple of its own size. Views into `text` until a row is kept.
+std::vector<CsvRow> csv_rows(const std::string& text, const std::string& source,
+                             size_t max_fields) {
+  std::vector<CsvRow> rows;
+  size_t number = 0;
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line(text.data() + begin, end - begin);
+    begin = end + 1;
+    ++number;
+    const std::string content = trim(line.substr(0, std::min<size_t>(line.size(), 4096)));
+    if (content.empty() || content[0] == '#') continue;
+    if (line.size() > 4096) csv_fail(source, number, "line", "longer than 4096 bytes");
+    if (rows.size() > kMaxRoutingEntries) {
+      throw usage_error(
+          fmt::format("{}: more than {} data lines; commtool reads at most that "
+                      "many (layer, expert) entries",
+                      source, kMaxRoutingEntries));
+    }
+    CsvRow row{number, {}};
+    for (size_t from = 0;;) {
+      const size_t comma = content.find(',', from);
+      row.fields.push_back(trim(std::string_view(content).substr(from, comma - from)));
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+      if (row.fields.size() > max_fields) {
+        csv_fail(source, number, "line", fmt::format("more than {} fields", max_fields));
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 // Drops a header row if there is one: one whose first field is not a number must be exactly
@@ -84,7 +103,7 @@ std::vector<std::string> take_header(std::vector<CsvRow>& rows, const std::strin
     return names;
   };
   if (rows.empty()) throw usage_error(fmt::format("{}: no data lines", source));
-  const CsvRow& first = rows.front();
+  const CsvRow& first = rows.front();  // csv_rows gives every row at least one field
   bool numeric =
       !first.fields[0].empty() &&
       (std::isdigit(static_cast<unsigned char>(first.fields[0][0])) || first.fields[0][0] == '-');
@@ -206,8 +225,16 @@ RoutingCounts counts_from_json(const std::string& text, const std::string& sourc
   }
   const json& layers = json_array(j["layers"], source, "\"layers\"");
   if (layers.empty()) throw usage_error(fmt::format("{}: \"layers\": no layers", source));
+  size_t entries = 0;
   for (size_t l = 0; l < layers.size(); ++l) {
     std::string path = fmt::format("\"layers\"[{}]", l);
+    entries += layers[l].is_array() ? layers[l].size() : 0;
+    if (entries > kMaxRoutingEntries) {
+      throw usage_error(
+          fmt::format("{}: {}: more than {} (layer, expert) entries up to here; "
+                      "commtool reads at most that many",
+                      source, path, kMaxRoutingEntries));
+    }
     out.layers.push_back(json_counts(layers[l], source, path));
     if (out.layers[l].size() != out.layers[0].size())
       throw usage_error(fmt::format("{}: {}: {} experts, but layer 0 has {}", source, path,
@@ -217,7 +244,7 @@ RoutingCounts counts_from_json(const std::string& text, const std::string& sourc
 }
 
 RoutingCounts counts_from_csv(const std::string& text, const std::string& source) {
-  std::vector<CsvRow> rows = csv_rows(text);
+  std::vector<CsvRow> rows = csv_rows(text, source, 3);
   const bool layered =
       take_header(rows, source, {"expert,count", "layer,expert,count"}).size() == 3;
   const size_t columns = layered ? 3 : 2;
@@ -301,7 +328,7 @@ Placement placement_from_json(const std::string& text, const std::string& source
 
 Placement placement_from_csv(const std::string& text, const std::string& source, int experts,
                              int ranks) {
-  std::vector<CsvRow> rows = csv_rows(text);
+  std::vector<CsvRow> rows = csv_rows(text, source, 2);
   take_header(rows, source, {"expert,rank"});
   Placement p{ranks, std::vector<std::vector<int>>(experts)};
   std::vector<size_t> line_of(experts, 0);

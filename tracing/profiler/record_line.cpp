@@ -443,8 +443,8 @@ RecordLine read_line(const json& j) {
   if (kind == "comm") {
     CommLine l;
     l.comm = f.comm_id("comm");
-    l.rank = f.integer32("rank", 0);
-    l.nranks = f.integer32("nranks", 1);
+    l.nranks = static_cast<int>(f.integer("nranks", 1, kMaxCommRanks));
+    l.rank = static_cast<int>(f.integer("rank", 0, l.nranks - 1));
     l.nodes = f.integer32("nodes", 0);
     l.name = f.string("name");
     l.t_ns = f.integer("t", 0, kMaxInt64);

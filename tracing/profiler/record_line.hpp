@@ -46,6 +46,12 @@ namespace commtool::nccl_profiler {
 inline constexpr const char* kRecordDirEnv = "COMMTOOL_RECORD_DIR";
 inline constexpr int kRecordFormatVersion = 1;
 
+// The most ranks a communicator of a recording may claim. Far above any job run so far (the
+// largest publicised runs are of about 10^5 GPUs), low enough that what grows with a
+// communicator's ranks (who never showed up) stays a few tens of MB: a 2 kB file claiming
+// 2^31 ranks once made `report` allocate 8 GB.
+inline constexpr int kMaxCommRanks = 1 << 22;
+
 struct Interval {
   int64_t start_ns = 0;
   int64_t end_ns = 0;

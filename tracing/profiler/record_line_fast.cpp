@@ -240,8 +240,12 @@ class Scanner {
         return comm_id(v.comm);
       case Key::kRank:
         return integer32(0, v.rank);
-      case Key::kNranks:
-        return integer32(1, v.nranks);
+      case Key::kNranks: {
+        int64_t n = 0;
+        if (!integer(1, kMaxCommRanks, n)) return false;
+        v.nranks = static_cast<int>(n);
+        return true;
+      }
       case Key::kNodes:
         return integer32(0, v.nodes);
       case Key::kName:
@@ -398,6 +402,7 @@ std::optional<RecordLine> parse_line_fast(std::string_view text) {
       return ProcLine{v.version,  v.pid,  std::string(v.host),
                       v.realtime, v.mono, std::string(v.nccl)};
     case Kind::kComm:
+      if (v.rank >= v.nranks) return std::nullopt;  // the full reader says why
       return CommLine{v.comm,
                       v.rank,
                       v.nranks,
