@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -199,6 +200,13 @@ int run(int argc, char** argv) {
     return report_error(global, e.code(), user_message(e));
   } catch (const Error& e) {
     return report_error(global, e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    // Every count read from a file or an option is bounded before anything is allocated
+    // (files::kMaxInputBytes, the readers' own bounds, measure::memory_limit): what is left is
+    // a machine short of memory for what was asked.
+    return report_error(global, ExitCode::kEnvironment,
+                        "out of memory: this machine (or its memory limit, ulimit -v, a cgroup) "
+                        "does not have what this request needs; ask for less, or free memory");
   } catch (const std::exception& e) {
     report_error(global, ExitCode::kEnvironment, std::string("internal error: ") + e.what());
     return 1;

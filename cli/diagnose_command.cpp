@@ -102,6 +102,8 @@ tracing::EpPlanRequest plan_request(const GlobalOptions& global, const EpOptions
 
 int run_ep(const GlobalOptions& global, const EpOptions& o) {
   check_ep_options(o);
+  files::check_distinct(
+      {{"--output", global.output}, {"--heatmap", o.heatmap_file}, {"--trace", o.trace_file}});
   const tracing::EpSetup setup = tracing::plan_ep(plan_request(global, o));
   std::unique_ptr<tracing::EpMeasurement> measured;
   if (!o.dry_run) {
@@ -142,6 +144,7 @@ struct AllReduceOptions {
 
 int run_allreduce(const GlobalOptions& global, const AllReduceOptions& o) {
   if (!o.plot_file.empty()) files::check_writable(o.plot_file, "--plot");
+  files::check_distinct({{"--output", global.output}, {"--plot", o.plot_file}});
   tracing::AllReduceSweepRequest q;
   q.sizes = size_sweep(o.minbytes, o.maxbytes, o.stepfactor);
   const auto t = tracing::parse_data_type(o.dtype);

@@ -212,6 +212,7 @@ int run_trace_command(const GlobalOptions& global, TraceOptions& o) {
   tracing::TraceRequest q = build_request(global, o);
   check_before_hardware(q, o);
   if (!o.trace_file.empty()) files::check_writable(o.trace_file, "--trace");
+  files::check_distinct({{"--output", global.output}, {"--trace", o.trace_file}});
   if (!o.save_dir.empty()) tracing::check_save_dir(o.save_dir);
   tracing::TraceRun run = tracing::run_trace(q);
   run.meta.commtool_version =
@@ -357,6 +358,7 @@ Runner register_report(CLI::App& app, const GlobalOptions& global) {
       ->type_name("FILE");
   return [&global, dir, trace_file] {
     if (!trace_file->empty()) files::check_writable(*trace_file, "--trace");
+    files::check_distinct({{"--output", global.output}, {"--trace", *trace_file}});
     if (is_recording(*dir)) return report_recording(global, *dir, *trace_file);
     return report_run(global, tracing::load_run(*dir), *trace_file);
   };

@@ -181,6 +181,42 @@ TEST(Cli, FailedRunLeavesNoOutputFile) {
   EXPECT_TRUE(fs::is_empty(dir.path));
 }
 
+// Two outputs on one file: one would be lost. Refused before anything runs, also when the two
+// names differ (./x and x, a link to x).
+TEST(Cli, TwoOutputsOnOneFileAreUsageErrorNamingBoth) {
+  TempDir dir;
+  const std::string x = (dir.path / "x").string();
+  fs::create_symlink(x, dir.path / "link");
+  const std::string run_dir = std::string(COMMTOOL_FIXTURES_DIR) + "/trace_run";
+  const std::string cases[] = {
+      "report " + run_dir + " --output " + x + " --trace " + x,
+      "report " + run_dir + " --output " + x + " --trace " + (dir.path / "." / "x").string(),
+      "report " + run_dir + " --output " + (dir.path / "link").string() + " --trace " + x,
+      "diagnose ep --dry-run --output " + x + " --heatmap " + x,
+      "diagnose allreduce --output " + x + " --plot " + x,
+      "trace allreduce --output " + x + " --trace " + x,
+  };
+  for (const std::string& args : cases) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "name the same file; one would replace the other")) << r.out;
+    EXPECT_FALSE(fs::exists(x)) << args;
+  }
+  // Devices are written through and may be shared.
+  EXPECT_EQ(run("report " + run_dir + " --output /dev/null --trace /dev/null").code, 0);
+}
+
+TEST(Cli, AnOverLongOutputNameIsUsageErrorBeforeAnythingRuns) {
+  const std::string name(300, 'n');
+  for (const std::string& args :
+       {"trace allreduce --trace /tmp/" + name, "trace allreduce --save /tmp/" + name,
+        "topo --output /tmp/" + name, "record --out /tmp/" + name + " -- true"}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "is 300 bytes; a file name takes at most 255")) << r.out;
+  }
+}
+
 TEST(CliTrace, UnknownCollectiveNamesTheAcceptedOnes) {
   Result r = run("trace allreduc");
   EXPECT_EQ(r.code, 2);

@@ -275,6 +275,34 @@ void check_writable(const std::string& path, const std::string& role) {
   }
 }
 
+void check_distinct(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  struct Seen {
+    const std::string* role;
+    const std::string* path;
+    fs::path name;  // absolute, links followed, . and .. gone
+    struct stat st {};
+    bool exists = false;
+  };
+  std::vector<Seen> seen;
+  for (const auto& [role, path] : outputs) {
+    if (path.empty() || written_through(path)) continue;
+    Seen s{&role, &path, {}, {}, false};
+    std::error_code ec;
+    s.name = fs::weakly_canonical(fs::absolute(resolve_links(path, role), ec), ec);
+    s.exists = ::stat(s.name.c_str(), &s.st) == 0;
+    for (const Seen& other : seen) {
+      const bool same_file = s.exists && other.exists && s.st.st_dev == other.st.st_dev &&
+                             s.st.st_ino == other.st.st_ino;
+      if (s.name == other.name || same_file) {
+        throw usage_error(fmt::format(
+            "{} {} and {} {} name the same file; one would replace the other: give each its own",
+            *other.role, excerpt(*other.path), role, excerpt(path)));
+      }
+    }
+    seen.push_back(std::move(s));
+  }
+}
+
 namespace {
 
 // Writes all of content to fd; returns 0 or the errno of the failure.

@@ -5,6 +5,8 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace commtool::files {
 
@@ -29,6 +31,13 @@ bool link_is_protected(mode_t dir_mode, uid_t dir_uid, uid_t link_uid, uid_t fol
 // long for Linux, or a final symlink link_is_protected() refuses, is refused too. Throws
 // usage_error.
 void check_writable(const std::string& path, const std::string& role);
+
+// Two outputs of one command on one file (`--output x --trace x`): one would silently replace
+// the other. `outputs` are (role, path) pairs, empty paths skipped; a path names the same file
+// as another when both end, links followed, at one name, or at one existing file (a hard link).
+// Devices and pipes, written through, may be shared (/dev/null twice). Throws usage_error
+// naming both roles.
+void check_distinct(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 // Writes content to path atomically (temp + fsync + rename). Throws usage_error on failure and
 // leaves no temp file behind, nor when SIGINT, SIGTERM, SIGHUP or SIGQUIT ends the process while

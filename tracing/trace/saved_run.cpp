@@ -336,6 +336,7 @@ RunMeta run_meta_from_json(const nlohmann::json& j) {
 // A directory save_run may write into: empty, or holding only what an earlier save_run left
 // (its files and, after a crash, write_atomically's temporaries). Anything else is the user's.
 void check_save_dir(const std::string& path) {
+  files::check_name_length(path, "saved run directory");
   const fs::path dir(path);
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
