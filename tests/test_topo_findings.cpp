@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "probes/topo/classify.hpp"
 #include "probes/topo/findings.hpp"
@@ -188,6 +189,62 @@ TEST(PeerFindings, GpuWithoutACloseNicWhereItsPeersHaveOneIsAWarning) {
   EXPECT_TRUE(contains(f->message, "GPU1 has no NIC closer")) << f->message;
   EXPECT_TRUE(contains(f->evidence, "GPU1-NIC0 PHB")) << f->evidence;
   EXPECT_EQ(find(a, "nic-behind-cpu"), nullptr);  // said once, by the stronger finding
+}
+
+// A PCIe switch holding the given GPUs and one RDMA NIC of `gbps`, the NIC named `name`.
+std::string switch_with(const std::string& bus, const std::vector<std::string>& gpu_buses,
+                        const std::string& name, int gbps) {
+  std::string body = "    <pci busid=\"0000:" + bus +
+                     ":00.0\" class=\"0x060400\" link_speed=\"32.0 GT/s PCIe\" "
+                     "link_width=\"16\">\n";
+  for (const std::string& g : gpu_buses)
+    body += gpu("0000:" + g + ":00.0", "16", "");
+  body += "      <pci busid=\"0000:" + bus.substr(0, 1) +
+          "f:00.0\" class=\"0x020700\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
+          "        <nic>\n          <net name=\"" +
+          name + "\" dev=\"0\" speed=\"" + std::to_string(gbps * 1000) +
+          "\" gdr=\"1\"/>\n        </nic>\n      </pci>\n    </pci>\n";
+  return body;
+}
+
+TEST(PeerFindings, TwoGpusSharingANicWhereTheOthersHaveTheirOwnIsAWarningWithTheirRates) {
+  Topology t =
+      xml(switch_with("10", {"11", "12"}, "mlx5_0", 400) +
+          switch_with("20", {"21"}, "mlx5_1", 400) + switch_with("30", {"31"}, "mlx5_2", 400));
+  Analysis a = analyze(t);
+  const Finding* f = find(a, "nic-shared-unevenly");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_TRUE(contains(f->message,
+                       "GPU0,GPU1 share their nearest NIC, 2 GPUs to one, while "
+                       "GPU2,GPU3 have one each"))
+      << f->message;
+  EXPECT_TRUE(contains(f->message,
+                       "200 Gbit/s (25.0 GB/s) across nodes, against 400 Gbit/s "
+                       "(50.0 GB/s) for the others"))
+      << f->message;
+  EXPECT_TRUE(contains(f->evidence, "mlx5_0 (400 Gbit/s): GPU0,GPU1")) << f->evidence;
+  // One NIC per GPU, or one NIC for all: nothing uneven to say.
+  EXPECT_EQ(find(analyze(xml(switch_with("10", {"11"}, "mlx5_0", 400) +
+                             switch_with("20", {"21"}, "mlx5_1", 400))),
+                 "nic-shared-unevenly"),
+            nullptr);
+  EXPECT_EQ(
+      find(analyze(xml(switch_with("10", {"11", "12"}, "mlx5_0", 400))), "nic-shared-unevenly"),
+      nullptr);
+  EXPECT_EQ(find(analyze(xml(switch_with("10", {"11", "12"}, "mlx5_0", 400) +
+                             switch_with("20", {"21", "22"}, "mlx5_1", 400))),
+                 "nic-shared-unevenly"),
+            nullptr);
+}
+
+TEST(PeerFindings, UnevenSharingOfNicsOfUnknownRateSaysTheFraction) {
+  Topology t = xml(switch_with("10", {"11", "12", "13"}, "mlx5_0", 0) +
+                   switch_with("20", {"21"}, "mlx5_1", 0));
+  const Finding* f = find(analyze(t), "nic-shared-unevenly");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(contains(f->message, "GPU3 has one of its own")) << f->message;
+  EXPECT_TRUE(contains(f->message, "1/3 of its NIC's bandwidth")) << f->message;
 }
 
 // --- NVLink counts that disagree ---

@@ -23,6 +23,12 @@ void peer_findings(const Topology& topo, const Analysis& a, const std::vector<in
 // NVLinks that point at a GPU the topology lacks, or that two GPUs count differently.
 void nvlink_symmetry_findings(const Topology& topo, std::vector<Finding>& out);
 
+// GPUs that share their nearest NIC while other GPUs of the node have one to fewer sharers
+// (two GPUs behind one switch with one NIC, every other GPU with its own): in a collective
+// across nodes each GPU gets its NIC's rate divided by the GPUs on it, so the crowded ones are
+// the slow ranks. A warning with the rate each GPU can expect.
+void nic_sharing_findings(const Topology& topo, const Analysis& a, std::vector<Finding>& out);
+
 // Indices (Gpu::index) of GPUs whose nearest NIC is farther than that of their peers; the
 // general "NIC behind the CPU" note is not repeated for them.
 std::vector<int> gpus_with_farther_nic(const Topology& topo, const Analysis& a);

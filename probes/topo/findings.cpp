@@ -355,6 +355,7 @@ std::vector<Finding> find_problems(const Topology& topo, const Analysis& analysi
   rules::peer_findings(topo, analysis, far, out);
   numa_unknown_findings(topo, out);
   nic_path_findings(topo, analysis, far, out);
+  rules::nic_sharing_findings(topo, analysis, out);
   gpu_pair_findings(topo, analysis, out);
   nvlink_findings(topo, out);
   rules::nvlink_symmetry_findings(topo, out);

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 
 #include "probes/topo/finding_rules.hpp"
@@ -169,6 +170,72 @@ void peer_findings(const Topology& topo, const Analysis& a, const std::vector<in
                              label(close_path)),
                  "if a NIC is missing or down on that switch, restore it; otherwise expect these "
                  "GPUs to be the slow ranks of an inter-node collective"});
+}
+
+void nic_sharing_findings(const Topology& topo, const Analysis& a, std::vector<Finding>& out) {
+  std::map<int, std::vector<int>> gpus_on;  // Nic::index -> Gpu::index of the GPUs paired with it
+  for (const NicPairing& p : a.nic_pairing) {
+    if (p.nic >= 0) gpus_on[p.nic].push_back(p.gpu);
+  }
+  if (gpus_on.size() < 2) return;  // one NIC for every GPU: shared alike, nothing to compare
+  size_t fewest = SIZE_MAX, most = 0;
+  for (const auto& [nic, gpus] : gpus_on) {
+    fewest = std::min(fewest, gpus.size());
+    most = std::max(most, gpus.size());
+  }
+  if (most == fewest) return;
+  auto nic_of = [&](int index) -> const Nic* {
+    for (const Nic& n : topo.nics) {
+      if (n.index == index) return &n;
+    }
+    return nullptr;
+  };
+  auto rate = [](double gbps) { return fmt::format("{:g} Gbit/s ({:.1f} GB/s)", gbps, gbps / 8); };
+  // The GPUs on the most crowded NICs against all the others, each GPU's share of its NIC's
+  // rate: the slowest share of the first against the best of the others; 0 when a rate is
+  // unknown.
+  std::vector<int> crowded, others;
+  double crowded_share = -1, others_share = -1;
+  bool rates_known = true;
+  std::string evidence;
+  for (const auto& [index, gpus] : gpus_on) {
+    const Nic* nic = nic_of(index);
+    const double nic_rate = nic != nullptr ? nic->port_rate_gbps : 0;
+    const double share = nic_rate / static_cast<double>(gpus.size());
+    rates_known = rates_known && nic_rate > 0;
+    evidence += fmt::format(
+        "{}{} ({}): {}", evidence.empty() ? "" : "; ",
+        nic != nullptr && !nic->name.empty() ? nic->name : "NIC" + std::to_string(index),
+        nic_rate > 0 ? fmt::format("{:g} Gbit/s", nic_rate) : "rate unknown", gpus_named(gpus));
+    if (gpus.size() == most) {
+      crowded.insert(crowded.end(), gpus.begin(), gpus.end());
+      crowded_share = crowded_share < 0 ? share : std::min(crowded_share, share);
+    } else {
+      others.insert(others.end(), gpus.begin(), gpus.end());
+      others_share = std::max(others_share, share);
+    }
+  }
+  std::sort(crowded.begin(), crowded.end());
+  std::sort(others.begin(), others.end());
+  const std::string expect =
+      rates_known
+          ? fmt::format("each of them can expect {} across nodes, against {} for the others",
+                        rate(crowded_share), rate(others_share))
+          : fmt::format(
+                "each of them can expect 1/{} of its NIC's bandwidth across nodes, "
+                "against 1/{} for the best placed of the others",
+                most, fewest);
+  out.push_back(
+      {Severity::kWarning, "nic-shared-unevenly",
+       fmt::format("{} share their nearest NIC, {} GPUs to one, while {} {}: {}",
+                   gpus_named(crowded), most, gpus_named(others),
+                   fewest == 1 ? (others.size() == 1 ? "has one of its own" : "have one each")
+                               : std::string("have fewer to one"),
+                   expect),
+       "GPUs paired with each NIC (the nearest, as NCCL pairs them): " + evidence,
+       "in a collective across nodes these GPUs are the slow ranks: if a NIC is missing or down "
+       "near them, restore it; otherwise give the node a NIC per GPU, or expect their ranks to "
+       "set the pace"});
 }
 
 void nvlink_symmetry_findings(const Topology& topo, std::vector<Finding>& out) {
