@@ -19,18 +19,24 @@ constexpr size_t kMaxEntries = 1024;
   throw usage_error(
       fmt::format("--devices '{}': {}; expected 'all' or GPU indices such as "
                   "0,1,3 or 0-3 (a GPU listed twice carries two ranks)",
-                  text, why));
+                  excerpt(text), why));
+}
+
+// An entry as a message names it: "it" when it is the whole list, so a long value is not
+// quoted twice.
+std::string entry(const std::string& text, const std::string& item) {
+  return item == text ? "it" : "'" + excerpt(item) + "'";
 }
 
 int parse_index(const std::string& text, const std::string& item) {
   if (item.empty()) bad(text, "an entry is empty");
-  if (item[0] == '-') bad(text, "'" + item + "' is negative");
+  if (item[0] == '-') bad(text, entry(text, item) + " is negative");
   if (!std::all_of(item.begin(), item.end(),
                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-    bad(text, "'" + item + "' is not a GPU index");
+    bad(text, entry(text, item) + " is not a GPU index");
   }
   if (item.size() > 4 || std::stoi(item) > kMaxDeviceIndex)
-    bad(text, "'" + item + "' is too large");
+    bad(text, entry(text, item) + " is too large");
   return std::stoi(item);
 }
 
@@ -49,7 +55,7 @@ std::vector<int> parse_device_list(const std::string& text, bool allow_repeats) 
     if (!item.empty() && item[0] != '-' && dash != std::string::npos) {
       int lo = parse_index(text, item.substr(0, dash));
       int hi = parse_index(text, item.substr(dash + 1));
-      if (hi < lo) bad(text, "range '" + item + "' runs backwards");
+      if (hi < lo) bad(text, "range " + entry(text, item) + " runs backwards");
       for (int i = lo; i <= hi; ++i)
         out.push_back(i);
     } else {

@@ -4,6 +4,7 @@
 
 #include "cli/app.hpp"
 #include "probes/base/cluster/mpi_session.hpp"
+#include "probes/base/error.hpp"
 
 namespace commtool::cli {
 
@@ -16,7 +17,7 @@ bool is_root(const GlobalOptions& global) {
 // Rank 0 says it (exit 2); the others end quietly.
 int refuse(const GlobalOptions& global, const std::string& message) {
   if (!is_root(global)) return 0;
-  std::cerr << "commtool: " << message << "\n";
+  std::cerr << "commtool: " << printable_message(message) << "\n";
   return static_cast<int>(ExitCode::kUsage);
 }
 
@@ -72,7 +73,7 @@ int report_error(const GlobalOptions& global, ExitCode code, const std::string& 
       message.rfind("rank ", 0) != 0) {
     prefix = fmt::format("rank {} on {}: ", global.launch.rank, cluster::this_hostname());
   }
-  std::cerr << "commtool: " << prefix << message << "\n";
+  std::cerr << "commtool: " << prefix << printable_message(message) << "\n";
   return static_cast<int>(code);
 }
 

@@ -79,7 +79,8 @@ int verdict_code(const probe::ProbeClusterView& view) {
   }
   if (!failed.empty()) {
     const probe::NodeProbe& first = *failed.front();
-    std::cerr << fmt::format("commtool: rank {} on {}: {}", first.rank, first.host, first.error);
+    std::cerr << printable_message(
+        fmt::format("commtool: rank {} on {}: {}", first.rank, first.host, first.error));
     if (failed.size() > 1) std::cerr << fmt::format(" (and {} more node(s))", failed.size() - 1);
     std::cerr << "\n";
     return first.exit_code;

@@ -36,7 +36,8 @@ TEST(DeviceList, EmptyEntryIsRejected) {
 }
 
 TEST(DeviceList, NegativeIndexIsRejected) {
-  EXPECT_NE(error_of("-1").find("'-1' is negative"), std::string::npos);
+  EXPECT_NE(error_of("-1").find("'-1': it is negative"), std::string::npos);
+  EXPECT_NE(error_of("0,-1").find("'0,-1': '-1' is negative"), std::string::npos);
 }
 
 TEST(DeviceList, BackwardRangeIsRejected) {
@@ -44,7 +45,8 @@ TEST(DeviceList, BackwardRangeIsRejected) {
 }
 
 TEST(DeviceList, WordsAndTrailingCommaAreRejected) {
-  EXPECT_NE(error_of("gpu0").find("'gpu0' is not a GPU index"), std::string::npos);
+  EXPECT_NE(error_of("gpu0").find("'gpu0': it is not a GPU index"), std::string::npos);
+  EXPECT_NE(error_of("0,gpu1").find("'0,gpu1': 'gpu1' is not a GPU index"), std::string::npos);
   EXPECT_NE(error_of("1,").find("empty"), std::string::npos);
   EXPECT_NE(error_of("").find("empty"), std::string::npos);
 }

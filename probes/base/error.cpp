@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+
 namespace commtool {
 
 std::string excerpt(std::string_view text, size_t max_chars) {
@@ -16,6 +19,79 @@ std::string excerpt(std::string_view text, size_t max_chars) {
     }
   }
   if (shown < text.size()) out += fmt::format("... ({} bytes)", text.size());
+  return out;
+}
+
+namespace {
+
+// The length of the UTF-8 sequence at text[i] when it is a well-formed one of a printable code
+// point (not a C1 control, U+0080..U+009F, which terminals read as commands), else 0.
+size_t printable_utf8(std::string_view text, size_t i) {
+  const auto lead = static_cast<unsigned char>(text[i]);
+  size_t n = 0;
+  uint32_t cp = 0;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    n = 2, cp = lead & 0x1f;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    n = 3, cp = lead & 0x0f;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    n = 4, cp = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + n > text.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    const auto c = static_cast<unsigned char>(text[i + k]);
+    if ((c & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (c & 0x3f);
+  }
+  const bool overlong = (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+  const bool invalid = overlong || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff);
+  return invalid || (cp >= 0x80 && cp <= 0x9f) ? 0 : n;
+}
+
+}  // namespace
+
+std::string printable_message(std::string_view message, bool one_line) {
+  std::string out;
+  out.reserve(message.size());
+  size_t word_start = 0;  // in `out`: where the current run of non-blank characters began
+  size_t word_bytes = 0;  // of `message` in that run
+  size_t i = 0;
+  auto end_word = [&] {
+    if (word_bytes > kMaxWordBytes) {
+      // Cut the escaped run back to its first 80 characters of output.
+      out.resize(word_start + std::min<size_t>(80, out.size() - word_start));
+      // Not in the middle of a UTF-8 sequence: drop its continuation bytes, then its lead.
+      while (out.size() > word_start && (static_cast<unsigned char>(out.back()) & 0xc0) == 0x80)
+        out.pop_back();
+      if (out.size() > word_start && static_cast<unsigned char>(out.back()) >= 0xc0) out.pop_back();
+      out += fmt::format("... ({} bytes)", word_bytes);
+    }
+    word_bytes = 0;
+  };
+  while (i < message.size()) {
+    const auto c = static_cast<unsigned char>(message[i]);
+    if (c == ' ' || (c == '\n' && !one_line)) {
+      end_word();
+      out += static_cast<char>(c);
+      word_start = out.size();
+      ++i;
+      continue;
+    }
+    size_t n = c >= 0x20 && c < 0x7f ? 1 : c >= 0x80 ? printable_utf8(message, i) : 0;
+    if (word_bytes <= kMaxWordBytes) {
+      if (n == 0) {
+        out += fmt::format("\\x{:02x}", c);
+      } else {
+        out.append(message.substr(i, n));
+      }
+    }
+    n = std::max<size_t>(n, 1);
+    word_bytes += n;
+    i += n;
+  }
+  end_word();
   return out;
 }
 

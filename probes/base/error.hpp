@@ -37,6 +37,15 @@ inline Error usage_error(const std::string& message) {
 // that a huge or binary input can neither flood nor drive the terminal.
 std::string excerpt(std::string_view text, size_t max_chars = 80);
 
+// A whole message as commtool prints it, the one escaping path every error goes through on its
+// way to the terminal (cli/app.cpp): each control character but the line ends, each C1 control
+// and each byte that is not UTF-8 as \xNN, and each run of non-blank characters longer than
+// kMaxWordBytes cut to its first 80 with "... (N bytes)". So whatever a message quotes from a
+// file or an option that its author did not excerpt() can neither drive the terminal nor flood
+// it. `one_line`: line ends too are escaped (a message known to be one line, such as CLI11's).
+inline constexpr size_t kMaxWordBytes = 160;
+std::string printable_message(std::string_view message, bool one_line = false);
+
 // A bad value of one field of a request, named as the request names it ("tokens_per_rank"),
 // never as a user typed it: only the caller knows whether that was `--tokens 0`, a key in a file
 // or an argument of a library call. what() reads "tokens_per_rank 0: must be at least 1"; cli/
@@ -44,7 +53,7 @@ std::string excerpt(std::string_view text, size_t max_chars = 80);
 class BadValue : public Error {
  public:
   BadValue(std::string field, std::string value, std::string why)
-      : Error(ExitCode::kUsage, field + " " + value + ": " + why),
+      : Error(ExitCode::kUsage, field + " " + excerpt(value) + ": " + why),
         field_(std::move(field)),
         value_(std::move(value)),
         why_(std::move(why)) {}

@@ -22,7 +22,8 @@ void LiveRecording::poll() {
     reader_.poll();
   } catch (const Error& e) {
     broken_ = e.what();
-    std::cerr << "commtool record: the recording cannot be read as it grows (" << broken_
+    std::cerr << "commtool record: the recording cannot be read as it grows ("
+              << printable_message(broken_)
               << "); hangs are no longer watched for, the job runs on\n";
   }
 }

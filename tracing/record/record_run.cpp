@@ -87,11 +87,13 @@ void report_standing(const RecordRequest& q, const RecordHooks& hooks, int& snap
   hooks.poll();
   const std::string text = hooks.standing();
   const std::string file = fmt::format("{}/standing-{}.txt", q.out_dir, ++snapshots);
-  std::cerr << "commtool record: " << why << "\n" << text << "(saved in " << file << ")\n";
+  // The table is commtool's own rendering; what may be anyone's word (the --out path) is escaped.
+  std::cerr << "commtool record: " << printable_message(why) << "\n"
+            << text << "(saved in " << printable_message(file) << ")\n";
   try {
     files::write_atomically(file, why + "\n" + text, "standing report");
   } catch (const Error& e) {
-    std::cerr << "commtool record: " << e.what() << "\n";
+    std::cerr << "commtool record: " << printable_message(e.what()) << "\n";
   }
 }
 
@@ -115,6 +117,9 @@ RecordingDir claim_named(const std::string& dir) {
   RecordingDir out{dir, false};
   if (int err = make_one_directory(dir); err == EEXIST) {
     out.existed = true;
+    // mkdir does not follow a final symlink; making procs/ inside would. Checked again here, as
+    // the link may have been planted since check_request().
+    files::refuse_planted_links(dir, "--out");
   } else if (err != 0) {
     throw claim_error(dir, "cannot create the directory", err);
   }
@@ -184,6 +189,7 @@ void check_request(const RecordRequest& q) {
   if (q.out_dir.empty()) throw usage_error("--out: an empty name; give a directory");
   files::check_name_length(q.out_dir, "--out");
   if (q.number_out_dir) files::check_name_length(q.out_dir + "-10000", "--out");
+  files::refuse_planted_links(q.out_dir, "--out");
   // Said here, before anything is started; claim_named() decides it for good, atomically.
   std::error_code ec;
   const fs::path dir(q.out_dir);

@@ -62,14 +62,14 @@ Fault parse_fault(const std::string& text) {
     Fault f;
     f.kind = form.kind;
     if (!parse_number(parts[1], f.rank) || f.rank < 0) {
-      throw bad(fmt::format("'{}' is not a rank", parts[1]));
+      throw bad(fmt::format("'{}' is not a rank", excerpt(parts[1])));
     }
     if (form.has_seq && !parse_number(parts[2], f.seq)) {
-      throw bad(fmt::format("'{}' is not an operation number", parts[2]));
+      throw bad(fmt::format("'{}' is not an operation number", excerpt(parts[2])));
     }
     return f;
   }
-  throw bad(fmt::format("'{}' is not a fault", parts[0]));
+  throw bad(fmt::format("'{}' is not a fault", excerpt(parts[0])));
 }
 
 std::string to_string(const Fault& f) {

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <map>
 
+#include "probes/base/error.hpp"
 #include "probes/base/workers/socket_communicator.hpp"
 #include "probes/base/workers/unique_fd.hpp"
 #include "probes/base/workers/wire.hpp"
@@ -122,7 +123,7 @@ int report_failure(SocketCommunicator& comm, ExitCode code, const std::string& m
   try {
     comm.send_error(code, message);
   } catch (const Error&) {
-    std::cerr << "commtool worker: " << message << "\n";
+    std::cerr << "commtool worker: " << printable_message(message) << "\n";
   }
   return static_cast<int>(code);
 }
@@ -144,7 +145,7 @@ int run_task(SocketCommunicator& comm, const WorkerArgs& args, const nlohmann::j
     try {
       comm.send_error(e);
     } catch (const Error&) {
-      std::cerr << "commtool worker: " << e.what() << "\n";
+      std::cerr << "commtool worker: " << printable_message(e.what()) << "\n";
     }
     return static_cast<int>(e.code());
   } catch (const Error& e) {
@@ -183,14 +184,16 @@ int worker_main(int argc, char** argv) {
     SocketCommunicator comm(fd.get(), args.rank, args.size, backstop(args));
     return run_task(comm, args, nlohmann::json::parse(task.payload));
   } catch (const Error& e) {
-    std::cerr << "commtool worker (rank " << args.rank << "): " << e.what() << "\n";
+    std::cerr << "commtool worker (rank " << args.rank << "): " << printable_message(e.what())
+              << "\n";
     return static_cast<int>(e.code());
   } catch (const wire::WireError& e) {
-    std::cerr << "commtool worker (rank " << args.rank << "): lost the launcher: " << e.what()
-              << "\n";
+    std::cerr << "commtool worker (rank " << args.rank
+              << "): lost the launcher: " << printable_message(e.what()) << "\n";
     return static_cast<int>(ExitCode::kTimeout);
   } catch (const std::exception& e) {
-    std::cerr << "commtool worker (rank " << args.rank << "): internal error: " << e.what() << "\n";
+    std::cerr << "commtool worker (rank " << args.rank
+              << "): internal error: " << printable_message(e.what()) << "\n";
     return static_cast<int>(kInternalErrorCode);
   }
 }
