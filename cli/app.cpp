@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <new>
 #include <string>
 #include <vector>
@@ -129,11 +133,97 @@ std::vector<std::string> separate_record_job(const CLI::App& app, std::vector<st
   return args;
 }
 
+// `commtool diagnose foo` would be answered "A subcommand is required", without naming foo:
+// a word after a subcommand that has subcommands of its own, where one of them belongs, is
+// named with what is accepted. The subcommand is the first word that is neither a global
+// option nor an option's value.
+void check_nested_subcommand(const CLI::App& app, const std::vector<std::string>& args) {
+  size_t i = 1;
+  while (i < args.size()) {
+    const std::string& arg = args[i];
+    if (arg.size() < 2 || arg[0] != '-') break;
+    const CLI::Option* o = app.get_option_no_throw(arg.substr(0, arg.find('=')));
+    if (o == nullptr) return;  // the parser says what is wrong
+    i += o->get_items_expected_max() > 0 && arg.find('=') == std::string::npos ? 2 : 1;
+  }
+  if (i + 1 >= args.size()) return;
+  const auto all = [](const CLI::App*) { return true; };
+  const CLI::App* sub = nullptr;
+  for (const CLI::App* s : app.get_subcommands(all)) {
+    if (s->get_name() == args[i]) sub = s;
+  }
+  if (sub == nullptr) return;
+  const auto nested = sub->get_subcommands(all);
+  const std::string& word = args[i + 1];
+  if (nested.empty() || word.empty() || word[0] == '-') return;
+  std::string accepted;
+  for (const CLI::App* n : nested) {
+    if (n->get_name() == word) return;
+    accepted += (accepted.empty() ? "" : ", ") + n->get_name();
+  }
+  throw usage_error(fmt::format("{} {}: not one of its subcommands; accepted: {}", args[i],
+                                excerpt(word), accepted));
+}
+
+// What CLI11 accepts without a word and commtool must not: an empty value, which CLI11 reads as
+// 0 for a number (--seed '' is seed 0), and a whole number past 64 bits, which strtoull clamps
+// (--seed 18446744073709551616 is 2^64-1). Added to every option that takes a value, of every
+// subcommand, so that an option added later is covered without a list to keep in step. The
+// job's own words after `record --` are exempt: '' is a fine argument of a job. A transform,
+// not a check: CLI11 passes a check a copy, and the decimal spelling must reach the conversion.
+void refuse_silent_values(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options([](CLI::Option*) { return true; })) {
+    if (opt->get_items_expected_max() == 0 || opt->get_name() == "command") continue;
+    const std::string type = opt->get_type_name();
+    const bool is_unsigned = type.starts_with("UINT");
+    const bool is_integer = is_unsigned || type.starts_with("INT");
+    opt->transform(CLI::Validator(
+        [is_integer, is_unsigned](std::string& text) -> std::string {
+          if (text.empty()) return "an empty value; give one";
+          if (!is_integer) return "";
+          std::string_view digits(text);
+          if (digits.starts_with('-') || digits.starts_with('+')) digits.remove_prefix(1);
+          if (digits.empty() || digits.find_first_not_of("0123456789") != digits.npos) {
+            return printable_message(text) + " is not a whole number";
+          }
+          // CLI11 reads a leading 0 as octal (--iters 010 would be 8): whole numbers are decimal.
+          const size_t sign = text.size() - digits.size();
+          const size_t zeros = std::min(digits.find_first_not_of('0'), digits.size() - 1);
+          text.erase(sign, zeros);
+          if (text[0] == '+') text.erase(0, 1);
+          bool fits = false;
+          if (is_unsigned) {
+            uint64_t v = 0;
+            fits = std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc();
+          } else {
+            int64_t v = 0;
+            fits = std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc();
+          }
+          if (fits || (is_unsigned && text[0] == '-')) return "";  // a negative one: its own check
+          return fmt::format("{} is out of range ({} to {})", excerpt(text),
+                             is_unsigned ? 0 : std::numeric_limits<int64_t>::min(),
+                             is_unsigned
+                                 ? std::numeric_limits<uint64_t>::max()
+                                 : static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+        },
+        ""));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    refuse_silent_values(*sub);
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
   CLI::App app{"commtool: why GPU communication on this machine is slow or stuck", "commtool"};
   app.footer(kExitCodeHelp);
+  // CLI11's own messages quote values whole and raw: through the same escaping as ours, on one
+  // line, with commtool's prefix.
+  app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
+    std::string text = "commtool: " + printable_message(e.what(), /*one_line=*/true) + "\n";
+    if (failed->get_help_ptr() != nullptr) text += "Run with --help for more information.\n";
+    return text;
+  });
   app.fallthrough();  // global options may follow the subcommand: commtool topo --json
   app.require_subcommand(0, 1);
 
@@ -147,6 +237,7 @@ int run(int argc, char** argv) {
   Runner report = register_report(app, global);
   Runner diagnose = register_diagnose(app, global);
   Runner record = register_record(app, global);
+  refuse_silent_values(app);
 
   global.launch = cluster::detect_launcher();
   std::vector<std::string> args =
@@ -154,6 +245,12 @@ int run(int argc, char** argv) {
   std::vector<char*> arg_ptrs;
   for (std::string& a : args)
     arg_ptrs.push_back(a.data());
+  try {
+    check_nested_subcommand(app, args);
+  } catch (const Error& e) {
+    if (global.launch.several_ranks() && global.launch.rank > 0) return 0;
+    return report_error(global, e.code(), e.what());
+  }
   try {
     app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::ParseError& e) {

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "probes/base/error.hpp"
+
 namespace commtool::cli {
 
 std::string option_for_field(const std::string& field) {
@@ -30,7 +32,7 @@ std::string option_for_field(const std::string& field) {
 }
 
 std::string user_message(const BadValue& e) {
-  return option_for_field(e.field()) + " " + e.value() + ": " + e.why();
+  return option_for_field(e.field()) + " " + excerpt(e.value()) + ": " + e.why();
 }
 
 }  // namespace commtool::cli

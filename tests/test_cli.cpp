@@ -408,3 +408,87 @@ TEST(CliBeforeHardware, MemoryARequestWouldNeedIsBoundedAndRefused) {
 TEST(CliBeforeHardware, LatencyAloneIsNotHeldToTheSizesMemory) {
   expect_no_gpu_exit_3("probe --latency --size 64G");
 }
+
+// What CLI11 would take without a word: '' read as 0, a number past 64 bits clamped to the
+// largest, a leading 0 read as octal.
+TEST(CliValues, AnEmptyValueOrANumberPast64BitsIsUsageErrorNamingTheOption) {
+  for (const char* args :
+       {"diagnose ep --dry-run --ranks 2 --seed ''", "diagnose ep --dry-run --ranks 2 --layer ''",
+        "trace allreduce --inject-fault ''", "trace allreduce --mode ''", "topo --devices ''"}) {
+    Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "empty")) << args << "\n" << r.out;
+  }
+  Result r = run("diagnose ep --dry-run --ranks 2 --seed 18446744073709551616");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "--seed: 18446744073709551616 is out of range (0 to "
+                       "18446744073709551615)"))
+      << r.out;
+  EXPECT_EQ(run("diagnose ep --dry-run --ranks 2 --seed 18446744073709551615").code, 0);
+  r = run("diagnose ep --dry-run --ranks 2 --seed 0x10");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "0x10 is not a whole number")) << r.out;
+  // 010 is ten ranks, as a person reads it, not octal eight.
+  r = run("--json diagnose ep --dry-run --ranks 010 --experts 20 --tokens 64");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"ranks\": 10")) << r.out;
+}
+
+TEST(CliValues, AnEmptyEntryOfAListIsNamedByItsPosition) {
+  Result r = run("trace allreduce --mode sync,,");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "--mode sync,,: entry 2 is empty")) << r.out;
+  r = run("trace allreduce --mode blocking-wait --poll-ms 1,,2");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "--poll-ms 1,,2: entry 2 is empty")) << r.out;
+}
+
+TEST(CliValues, AnUnknownDiagnosisIsNamedWithTheAcceptedOnes) {
+  Result r = run("diagnose foo");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "commtool: diagnose foo: not one of its subcommands; accepted: "
+                       "allreduce, ep"))
+      << r.out;
+  r = run("--json diagnose foo");  // after a global option too
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "diagnose foo")) << r.out;
+}
+
+// The documented form of a message: at most 80 characters of a value, control characters as
+// \xNN, a value quoted once.
+TEST(CliMessages, AHugeOrHostileValueIsCutEscapedAndQuotedOnce) {
+  const std::string huge(100000, '7');
+  for (const std::string& args :
+       {"topo --devices " + huge, "trace allreduce --mode blocking-wait --poll-ms " + huge,
+        "trace allreduce --inject-fault " + huge, "trace allreduce -n " + huge}) {
+    Result r = run(args);
+    EXPECT_EQ(r.code, 2) << r.out.substr(0, 300);
+    EXPECT_LT(r.out.size(), 1000u) << r.out.substr(0, 300);
+    EXPECT_TRUE(contains(r.out, "(100000 bytes)")) << r.out.substr(0, 300);
+  }
+  Result r = run("trace allreduce -n '\x1b[31mred\nline2'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_FALSE(contains(r.out, "\x1b")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\\x1b[31mred\\x0aline2")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("commtool: ")) << r.out;
+}
+
+// An output on an input would replace what the command reads.
+TEST(Cli, AnOutputOnAnInputIsUsageErrorAndTheInputIsKept) {
+  TempDir tmp;
+  const fs::path xml = tmp.path / "machine.xml";
+  fs::copy_file(fixture("dgx_h100.xml"), xml);
+  const auto before = fs::file_size(xml);
+  Result r = run("topo --nccl-xml " + xml.string() + " --output " + xml.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "which this command reads")) << r.out;
+  EXPECT_EQ(fs::file_size(xml), before);
+  const fs::path routing = tmp.path / "counts.json";
+  fs::copy_file(ep_fixture("counts.json"), routing);
+  r = run("diagnose ep --dry-run --ranks 8 --routing " + routing.string() + " --heatmap " +
+          routing.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "--heatmap")) << r.out;
+}

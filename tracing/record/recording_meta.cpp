@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 #include "probes/base/error.hpp"
 #include "probes/base/input_file.hpp"
@@ -12,6 +13,20 @@ namespace commtool::record {
 using nlohmann::json;
 
 namespace {
+
+// Whether the integer `value` holds is one of T's.
+template <class T>
+bool fits(const json& value) {
+  if (value.is_number_unsigned()) {
+    return value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  }
+  const auto v = value.get<int64_t>();
+  if constexpr (std::is_unsigned_v<T>) {
+    return v >= 0 && static_cast<uint64_t>(v) <= std::numeric_limits<T>::max();
+  } else {
+    return v >= std::numeric_limits<T>::min() && v <= std::numeric_limits<T>::max();
+  }
+}
 
 template <class T>
 T get(const json& j, const char* key) {
@@ -25,6 +40,16 @@ T get(const json& j, const char* key) {
     if constexpr (std::is_integral_v<T>) return value.is_number_integer();
     return true;
   }();
+  // nlohmann stores an integer above int64's range unsigned and would wrap it when read signed
+  // (18446744073709551615 read as -1), and narrows without a word: a value T cannot hold is
+  // named as what it is.
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (ok && !fits<T>(value)) {
+      throw usage_error(fmt::format("\"{}\": {} is out of range ({} to {})", key,
+                                    excerpt(value.dump()), std::numeric_limits<T>::min(),
+                                    std::numeric_limits<T>::max()));
+    }
+  }
   if (ok) {
     try {
       return value.get<T>();
