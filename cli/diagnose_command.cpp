@@ -103,7 +103,8 @@ tracing::EpPlanRequest plan_request(const GlobalOptions& global, const EpOptions
 int run_ep(const GlobalOptions& global, const EpOptions& o) {
   check_ep_options(o);
   files::check_distinct(
-      {{"--output", global.output}, {"--heatmap", o.heatmap_file}, {"--trace", o.trace_file}});
+      {{"--output", global.output}, {"--heatmap", o.heatmap_file}, {"--trace", o.trace_file}},
+      {{"--routing", o.plan.routing_file}, {"--placement", o.plan.placement_file}});
   const tracing::EpSetup setup = tracing::plan_ep(plan_request(global, o));
   std::unique_ptr<tracing::EpMeasurement> measured;
   if (!o.dry_run) {

@@ -36,19 +36,19 @@ struct RecordOptions {
 std::string cupti_for_job(const std::vector<std::string>& command) {
   if (std::string conflict = record::cupti_conflict(command, std::getenv("CUDA_INJECTION64_PATH"));
       !conflict.empty()) {
-    std::cerr << fmt::format(
+    std::cerr << printable_message(fmt::format(
         "commtool record: WARNING: --cupti is off for this job: {}, and CUPTI takes one client "
         "per process. Recording with the NCCL profiler plugin only.\n",
-        conflict);
+        conflict));
     return "";
   }
   try {
     return tracing::CuptiTracer::library_path();
   } catch (const Error& e) {
-    std::cerr << fmt::format(
+    std::cerr << printable_message(fmt::format(
         "commtool record: WARNING: --cupti is off for this job: {}. Recording with the NCCL "
         "profiler plugin only.\n",
-        e.what());
+        e.what()));
     return "";
   }
 }
@@ -89,12 +89,12 @@ int run_record_command(const GlobalOptions& global, const RecordOptions& o, CLI:
 
   record::LiveRecording live;
   const record::RecordOutcome outcome = record::run_recording(q, live.hooks());
-  std::cerr << fmt::format("commtool record: the job {} after {:.1f} s. {}\n", outcome.how_ended,
-                           outcome.wall_s, live.summary());
-  std::cerr << fmt::format(
-      "commtool record: the recording is in {}; analyse it with: commtool "
-      "report {}\n",
-      outcome.dir, outcome.dir);
+  // The directory is the user's own word (--out) and may hold anything: escaped as every message.
+  std::cerr << printable_message(fmt::format("commtool record: the job {} after {:.1f} s. {}\n",
+                                             outcome.how_ended, outcome.wall_s, live.summary()));
+  std::cerr << printable_message(
+      fmt::format("commtool record: the recording is in {}; analyse it with: commtool report {}\n",
+                  outcome.dir, outcome.dir));
   return outcome.status;
 }
 

@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/topo_command.hpp"
 #include "probes/base/error.hpp"
+#include "probes/base/output_file.hpp"
 #include "probes/base/watchdog.hpp"
 #include "probes/topo/classify.hpp"
 #include "probes/topo/discover.hpp"
@@ -93,6 +94,8 @@ Runner register_topo(CLI::App& app, const GlobalOptions& global) {
     if (!options->nccl_xml.empty() && !options->sysfs_root.empty()) {
       throw usage_error("--nccl-xml and --sysfs-root both name a machine to read; give one");
     }
+    files::check_distinct({{"--output", global.output}}, {{"--nccl-xml", options->nccl_xml},
+                                                          {"--sysfs-root", options->sysfs_root}});
     if (global.mpi || global.launch.several_ranks()) {
       if (options->dot) {
         throw usage_error(

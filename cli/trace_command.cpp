@@ -5,12 +5,12 @@
 #include <charconv>
 #include <filesystem>
 #include <memory>
-#include <sstream>
 
 #include "build_info.hpp"
 #include "cli/commands.hpp"
 #include "cli/size_sweep.hpp"
 #include "probes/base/error.hpp"
+#include "probes/base/input_file.hpp"
 #include "probes/base/measure/byte_size.hpp"
 #include "probes/base/measure/memory_limit.hpp"
 #include "probes/base/output_file.hpp"
@@ -45,24 +45,32 @@ struct TraceOptions {
   std::string fault;
 };
 
-std::vector<std::string> split_list(const std::string& text) {
+// The entries of a comma-separated option value, each empty one refused by its position
+// ("sync,," has an empty second and third entry; getline would drop the last silently).
+std::vector<std::string> split_list(const std::string& option, const std::string& text) {
   std::vector<std::string> items;
-  std::stringstream list(text);
-  for (std::string item; std::getline(list, item, ',');)
-    items.push_back(item);
-  return items;
+  for (size_t start = 0;;) {
+    const size_t comma = text.find(',', start);
+    items.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (items.back().empty()) {
+      throw usage_error(fmt::format("{} {}: entry {} is empty; give a comma-separated list", option,
+                                    excerpt(text), items.size()));
+    }
+    if (comma == std::string::npos) return items;
+    start = comma + 1;
+  }
 }
 
 std::vector<int> poll_intervals(const std::string& text) {
   std::vector<int> out;
-  for (const std::string& item : split_list(text)) {
+  for (const std::string& item : split_list("--poll-ms", text)) {
     int ms = -1;
     auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), ms);
     if (ec != std::errc() || end != item.data() + item.size() || ms < 0 || ms > 10000) {
       throw usage_error(fmt::format(
-          "--poll-ms {}: '{}' is not a whole number of milliseconds from 0 (synchronize) to "
+          "--poll-ms {}: {} is not a whole number of milliseconds from 0 (synchronize) to "
           "10000",
-          text, item));
+          excerpt(text), item == text ? "it" : "'" + excerpt(item) + "'"));
     }
     out.push_back(ms);
   }
@@ -74,15 +82,15 @@ std::vector<int> poll_intervals(const std::string& text) {
 std::vector<tracing::ModeRequest> modes(const TraceOptions& o) {
   using tracing::CompletionMode;
   std::vector<CompletionMode> chosen;
-  for (const std::string& item : split_list(o.modes)) {
+  for (const std::string& item : split_list("--mode", o.modes)) {
     if (item == "all") {
       chosen.insert(chosen.end(), {CompletionMode::kSync, CompletionMode::kAsyncWait,
                                    CompletionMode::kDeviceSync, CompletionMode::kBlockingWait});
     } else {
       const std::optional<CompletionMode> mode = tracing::parse_completion_mode(item);
       if (!mode) {
-        throw usage_error(fmt::format("--mode {}: not a completion mode; accepted: {}, all", item,
-                                      tracing::kCompletionModeNames));
+        throw usage_error(fmt::format("--mode {}: not a completion mode; accepted: {}, all",
+                                      excerpt(item), tracing::kCompletionModeNames));
       }
       chosen.push_back(*mode);
     }
@@ -209,11 +217,14 @@ void check_before_hardware(const tracing::TraceRequest& q, const TraceOptions& o
 }
 
 int run_trace_command(const GlobalOptions& global, TraceOptions& o) {
+  // Where the results go is checked first: a path that cannot or must not be written is
+  // exit 2 whatever the machine has.
+  if (!o.trace_file.empty()) files::check_writable(o.trace_file, "--trace");
+  if (!o.save_dir.empty()) tracing::check_save_dir(o.save_dir);
+  files::check_distinct(
+      {{"--output", global.output}, {"--trace", o.trace_file}, {"--save", o.save_dir}});
   tracing::TraceRequest q = build_request(global, o);
   check_before_hardware(q, o);
-  if (!o.trace_file.empty()) files::check_writable(o.trace_file, "--trace");
-  files::check_distinct({{"--output", global.output}, {"--trace", o.trace_file}});
-  if (!o.save_dir.empty()) tracing::check_save_dir(o.save_dir);
   tracing::TraceRun run = tracing::run_trace(q);
   run.meta.commtool_version =
       fmt::format("{} (git {})", build_info::kVersion, build_info::kGitCommit);
@@ -318,8 +329,10 @@ namespace {
 bool is_recording(const std::string& dir) {
   std::error_code ec;
   const std::filesystem::path root(dir);
-  return std::filesystem::exists(root / record::kRecordingMetaFile, ec) ||
-         std::filesystem::is_directory(root / "procs", ec);
+  // Asked so that a directory that cannot be searched says so, rather than "no run.json".
+  return files::input_exists((root / record::kRecordingMetaFile).string()) ||
+         (files::input_exists((root / "procs").string()) &&
+          std::filesystem::is_directory(root / "procs", ec));
 }
 
 // A recording is reported whatever it shows: a hang in it is what was recorded, not a failure
@@ -358,7 +371,8 @@ Runner register_report(CLI::App& app, const GlobalOptions& global) {
       ->type_name("FILE");
   return [&global, dir, trace_file] {
     if (!trace_file->empty()) files::check_writable(*trace_file, "--trace");
-    files::check_distinct({{"--output", global.output}, {"--trace", *trace_file}});
+    files::check_distinct({{"--output", global.output}, {"--trace", *trace_file}},
+                          {{"report", *dir}});
     if (is_recording(*dir)) return report_recording(global, *dir, *trace_file);
     return report_run(global, tracing::load_run(*dir), *trace_file);
   };

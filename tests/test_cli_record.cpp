@@ -272,3 +272,33 @@ TEST(CliRecord, RunsStartedTogetherNeverShareADirectory) {
   EXPECT_EQ(ok, 1u) << named.out;
   EXPECT_EQ(refused, 4u) << named.out;
 }
+
+// mkdir does not follow a final symlink but making procs/ inside does: another user's link
+// planted in a sticky world-writable directory would have root record into its target.
+TEST(CliRecord, AnOutLinkPlantedByAnotherUserInAStickyDirectoryIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the link another owner (CI is root)";
+  TempDir tmp;
+  const fs::path shared = tmp.path / "tmp";
+  fs::create_directory(shared);
+  fs::permissions(shared, fs::perms::all | fs::perms::sticky_bit);
+  const fs::path victim = tmp.path / "victim";
+  fs::create_directory(victim);
+  const fs::path link = shared / "rec";
+  fs::create_symlink(victim, link);
+  ASSERT_EQ(::lchown(link.c_str(), 65534, 65534), 0);  // nobody's
+  const Result r = run("record --out " + link.string() + " -- true");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "refusing to follow the symlink")) << r.out;
+  EXPECT_TRUE(fs::is_empty(victim));
+}
+
+// The directory is the user's word and is quoted in record's last lines: escaped, never raw.
+TEST(CliRecord, AnOutNameWithControlCharactersIsPrintedEscaped) {
+  TempDir tmp;
+  const std::string dir = (tmp.path / "a\x1b[31mb").string();
+  const Result r = run("record --out '" + dir + "' -- true");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "record.json"));
+  EXPECT_FALSE(contains(r.out, "\x1b")) << r.out;
+  EXPECT_TRUE(contains(r.out, "a\\x1b[31mb")) << r.out;
+}

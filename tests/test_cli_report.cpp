@@ -222,3 +222,56 @@ TEST(CliReport, ANegativeTimeIsExit2NamingKeyAndValue) {
                        "2983246: is negative; accepted: a finite number"))
       << r.out;
 }
+
+// nlohmann keeps 18446744073709551615 unsigned; read as int64 it was -1, and the message said
+// "-1 is negative" of a value nobody wrote.
+TEST(CliReport, ATimeBeyondInt64IsNamedAsWrittenNotWrapped) {
+  TempDir dir;
+  const fs::path rec = dir.path / "rec";
+  fs::copy(std::string(COMMTOOL_FIXTURES_DIR) + "/recordings/two_rank_clean", rec,
+           fs::copy_options::recursive);
+  std::ifstream in(rec / "record.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const std::string key = "\"started_monotonic_ns\": 499000000000";
+  ASSERT_NE(text.find(key), std::string::npos);
+  text.replace(text.find(key), key.size(), "\"started_monotonic_ns\": 18446744073709551615");
+  fs::permissions(rec / "record.json", fs::perms::owner_write, fs::perm_options::add);
+  std::ofstream(rec / "record.json", std::ios::trunc) << text;
+  Result r = run("report " + rec.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "18446744073709551615 is out of range")) << r.out;
+  EXPECT_FALSE(contains(r.out, "-1")) << r.out;
+}
+
+// fs::exists answers false when the lookup fails: a run.json that cannot be looked up was
+// reported "missing", sending the user after a file that is there.
+TEST(CliReport, AFileThatCannotBeLookedUpIsNamedWithWhyNotCalledMissing) {
+  TempDir dir;
+  const fs::path run_dir = dir.path / "run";
+  fs::create_directory(run_dir);
+  fs::create_symlink("run.json", run_dir / "run.json");  // a loop
+  Result r = run("report " + run_dir.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "run.json: cannot be read: Too many levels of symbolic links"))
+      << r.out;
+  EXPECT_FALSE(contains(r.out, "missing")) << r.out;
+}
+
+// A report written into the saved run or recording it reads would replace its data, or be read
+// as part of it next time.
+TEST(CliReport, AnOutputInsideTheDirectoryItReadsIsUsageError) {
+  TempDir dir;
+  const fs::path copy = edited_copy(dir, "run.json", [](std::string t) { return t; });
+  const auto before = fs::file_size(copy / "run.json");
+  for (const std::string& args :
+       {"--json report " + copy.string() + " --output " + (copy / "run.json").string(),
+        "report " + copy.string() + " --trace " + (copy / "run.json").string(),
+        "report " + copy.string() + " --output " + (copy / "new.txt").string()}) {
+    Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "which this command reads")) << r.out;
+  }
+  EXPECT_EQ(fs::file_size(copy / "run.json"), before);
+  EXPECT_FALSE(fs::exists(copy / "new.txt"));
+}

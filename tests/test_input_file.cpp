@@ -114,6 +114,38 @@ TEST(Excerpt, ControlCharactersCannotReachTheTerminalRaw) {
   EXPECT_EQ(commtool::excerpt("\xff"), "\\xff");
 }
 
+TEST(PrintableMessage, KeepsLineEndsAndUtf8AndEscapesEveryOtherControl) {
+  using commtool::printable_message;
+  EXPECT_EQ(printable_message("two\nlines, caf\xc3\xa9"), "two\nlines, caf\xc3\xa9");
+  EXPECT_EQ(printable_message("a\x1b[31mb\rc\x7f"), "a\\x1b[31mb\\x0dc\\x7f");
+  EXPECT_EQ(printable_message("one\nline", /*one_line=*/true), "one\\x0aline");
+  // A C1 control (U+009B is CSI to many terminals), a lone continuation byte, an overlong
+  // '/', a surrogate and a sequence cut off at the end are no printable UTF-8.
+  EXPECT_EQ(printable_message("\xc2\x9b"), "\\xc2\\x9b");
+  EXPECT_EQ(printable_message("\x80"), "\\x80");
+  EXPECT_EQ(printable_message("\xe0\x80\xaf"), "\\xe0\\x80\\xaf");
+  EXPECT_EQ(printable_message("\xed\xa0\x80"), "\\xed\\xa0\\x80");
+  EXPECT_EQ(printable_message("end\xe2\x82"), "end\\xe2\\x82");
+}
+
+TEST(PrintableMessage, CutsAnOverlongWordAndSaysHowLongItWas) {
+  using commtool::printable_message;
+  const std::string word(100000, 'x');
+  EXPECT_EQ(printable_message("--devices " + word + " is bad"),
+            "--devices " + std::string(80, 'x') + "... (100000 bytes) is bad");
+  // A word of kMaxWordBytes is whole; escapes count once per byte of the message.
+  const std::string longest(commtool::kMaxWordBytes, 'y');
+  EXPECT_EQ(printable_message(longest), longest);
+  EXPECT_EQ(printable_message(std::string(200, '\x1b')).size(),
+            std::string("... (200 bytes)").size() + 80);
+  // Never in the middle of a UTF-8 character.
+  std::string euros;
+  for (int i = 0; i < 100; ++i)
+    euros += "\xe2\x82\xac";
+  const std::string cut = printable_message(euros);
+  EXPECT_EQ(cut, euros.substr(0, 78) + "... (300 bytes)");
+}
+
 }  // namespace
 
 namespace {

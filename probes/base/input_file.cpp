@@ -91,6 +91,14 @@ size_t AppendedFile::read_more(std::string& out, size_t max_chunk) {
   return n;
 }
 
+bool input_exists(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return true;
+  const int err = errno;
+  if (err == ENOENT || err == ENOTDIR) return false;
+  throw usage_error(fmt::format("{}: cannot be read: {}", excerpt(path), std::strerror(err)));
+}
+
 namespace {
 
 // The deepest nesting of arrays and objects in `text`, read as JSON reads it: brackets inside

@@ -23,6 +23,13 @@ inline constexpr uint64_t kMaxInputBytes = 4ull << 30;
 // file (saying what it is), larger than `max_bytes` (saying both sizes).
 std::string read_input_file(const std::string& path, uint64_t max_bytes = kMaxInputBytes);
 
+// Whether anything is at path (a dangling link counts as nothing). Unlike
+// std::filesystem::exists, which answers false when the lookup itself fails, a directory on the
+// way that cannot be searched (mode 000, another user's) is an error naming the path and why:
+// "missing" would send the user looking for a file that is there. Throws usage_error (exit 2:
+// unreadable input).
+bool input_exists(const std::string& path);
+
 // A file another process is still appending to (a recording's procs/*.jsonl), read a piece at
 // a time from where the last read stopped. Each read opens the file again and checks it as
 // read_input_file does, so thousands of such files never hold thousands of descriptors, and a

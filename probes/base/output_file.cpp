@@ -215,6 +215,13 @@ class PendingTemp {
 
 }  // namespace
 
+void refuse_planted_links(const std::string& path, const std::string& role) {
+  std::string name = path;
+  while (name.size() > 1 && name.back() == '/')
+    name.pop_back();  // dir/ names dir itself
+  resolve_links(name, role);
+}
+
 namespace {
 
 // What `path` opens, links followed as open() follows them, is no file to replace: /dev/null,
@@ -275,28 +282,53 @@ void check_writable(const std::string& path, const std::string& role) {
   }
 }
 
-void check_distinct(const std::vector<std::pair<std::string, std::string>>& outputs) {
+void check_distinct(const std::vector<std::pair<std::string, std::string>>& outputs,
+                    const std::vector<std::pair<std::string, std::string>>& inputs) {
   struct Seen {
     const std::string* role;
     const std::string* path;
     fs::path name;  // absolute, links followed, . and .. gone
     struct stat st {};
     bool exists = false;
+
+    bool same_file(const Seen& other) const {
+      return name == other.name || (exists && other.exists && st.st_dev == other.st.st_dev &&
+                                    st.st_ino == other.st.st_ino);
+    }
+    // Whether `other` lies under this one, a directory.
+    bool holds(const Seen& other) const {
+      if (!exists || !S_ISDIR(st.st_mode)) return false;
+      const std::string dir = name.string() + (name.string().ends_with('/') ? "" : "/");
+      return other.name.string().starts_with(dir);
+    }
   };
+  auto seen_as = [](const std::string& role, const std::string& path, const fs::path& file) {
+    Seen s{&role, &path, {}, {}, false};
+    std::error_code ec;
+    s.name = fs::weakly_canonical(fs::absolute(file, ec), ec);
+    s.exists = ::stat(s.name.c_str(), &s.st) == 0;
+    return s;
+  };
+  std::vector<Seen> read;
+  for (const auto& [role, path] : inputs) {
+    if (!path.empty()) read.push_back(seen_as(role, path, path));
+  }
   std::vector<Seen> seen;
   for (const auto& [role, path] : outputs) {
     if (path.empty() || written_through(path)) continue;
-    Seen s{&role, &path, {}, {}, false};
-    std::error_code ec;
-    s.name = fs::weakly_canonical(fs::absolute(resolve_links(path, role), ec), ec);
-    s.exists = ::stat(s.name.c_str(), &s.st) == 0;
+    Seen s = seen_as(role, path, resolve_links(path, role));
     for (const Seen& other : seen) {
-      const bool same_file = s.exists && other.exists && s.st.st_dev == other.st.st_dev &&
-                             s.st.st_ino == other.st.st_ino;
-      if (s.name == other.name || same_file) {
+      if (s.same_file(other)) {
         throw usage_error(fmt::format(
             "{} {} and {} {} name the same file; one would replace the other: give each its own",
             *other.role, excerpt(*other.path), role, excerpt(path)));
+      }
+    }
+    for (const Seen& in : read) {
+      if (s.same_file(in) || in.holds(s)) {
+        throw usage_error(fmt::format("{} {}: {} {}, which this command reads; write it elsewhere",
+                                      role, excerpt(path), s.same_file(in) ? "is" : "is inside",
+                                      *in.role + " " + excerpt(*in.path)));
       }
     }
     seen.push_back(std::move(s));

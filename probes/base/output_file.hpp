@@ -24,6 +24,11 @@ void check_name_length(const std::string& path, const std::string& role);
 // or when its owner also owns the directory. True when the follower must refuse it.
 bool link_is_protected(mode_t dir_mode, uid_t dir_uid, uid_t link_uid, uid_t follower_uid);
 
+// The same rule for a directory commtool writes into (record --out, trace --save): when the
+// path's last name is a symlink, each link at its end is checked as link_is_protected() says,
+// and a chain that loops is refused. Throws usage_error naming the link.
+void refuse_planted_links(const std::string& path, const std::string& role);
+
 // Fails early, before anything is measured, when the file cannot be created there: the
 // directory (of a symlink's target) is missing or takes no new file (tried, since root passes
 // every permission bit), the path is a directory, or its links loop. A name that opens a
@@ -37,7 +42,12 @@ void check_writable(const std::string& path, const std::string& role);
 // as another when both end, links followed, at one name, or at one existing file (a hard link).
 // Devices and pipes, written through, may be shared (/dev/null twice). Throws usage_error
 // naming both roles.
-void check_distinct(const std::vector<std::pair<std::string, std::string>>& outputs);
+//
+// `inputs`, (role, path) pairs too, are what the command reads: an output may not be one of
+// them, nor lie inside one that is a directory (a report written into the recording or saved
+// run it reads would replace its data, or be read as part of it next time).
+void check_distinct(const std::vector<std::pair<std::string, std::string>>& outputs,
+                    const std::vector<std::pair<std::string, std::string>>& inputs = {});
 
 // Writes content to path atomically (temp + fsync + rename). Throws usage_error on failure and
 // leaves no temp file behind, nor when SIGINT, SIGTERM, SIGHUP or SIGQUIT ends the process while

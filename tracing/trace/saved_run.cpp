@@ -337,6 +337,7 @@ RunMeta run_meta_from_json(const nlohmann::json& j) {
 // (its files and, after a crash, write_atomically's temporaries). Anything else is the user's.
 void check_save_dir(const std::string& path) {
   files::check_name_length(path, "saved run directory");
+  files::refuse_planted_links(path, "saved run directory");
   const fs::path dir(path);
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
@@ -417,7 +418,7 @@ TraceRun load_run(const std::string& dir) {
                                   fs::exists(root, ec) ? "not a directory" : "no such directory"));
   }
   fs::path run_path = root / kRunFile;
-  if (!fs::exists(run_path, ec)) {
+  if (!files::input_exists(run_path.string())) {
     throw usage_error(fmt::format("{}: missing; {} is not a saved run (commtool trace --save)",
                                   run_path.string(), dir));
   }
