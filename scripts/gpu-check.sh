@@ -57,7 +57,11 @@ if [[ -n $anchors ]]; then
   step bench-allreduce bash -c "scripts/bench-allreduce.sh $out/allreduce-bench '$anchors' > $out/bench-allreduce.txt"
 fi
 step record bash -c "scripts/gpu-record.sh $out/record '$anchors' > $out/record.txt"
-step ipc-sanitizers bash -c "for tool in memcheck racecheck synccheck; do COMMTOOL_NO_START_GATE=1 compute-sanitizer --target-processes all --tool \$tool --error-exitcode 9 build/tests/gpu_tests --gtest_filter=GpuIpcAllReduce.TwoProcessesOnOneGpu || exit 1; done"
+# compute-sanitizer's memcheck, racecheck and synccheck over every kernel commtool has: the
+# verify kernels of probe (probes/base/cuda/kernels.cu), the fill/check/sleep kernels of the
+# collectives (tracing/collectives/collective_data.cu), the EP exchange's (tracing/ep) and the
+# IPC all-reduce's (tracing/allreduce), each through the GPU tests that launch it.
+step kernel-sanitizers scripts/gpu-sanitizers.sh "$out/sanitizers"
 
 # NCCL's own view, from a one-rank communicator, read back by commtool.
 step nccl-dump env NCCL_TOPO_DUMP_FILE="$out/nccl-topo.xml" NCCL_NVLS_ENABLE=0 python3 -c '
@@ -94,7 +98,7 @@ cat /tmp/topo-verbose.txt >> "$log" 2>/dev/null
 
 echo
 echo "== gpu-check summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests multirank probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-cupti bench-ep diagnose-allreduce bench-allreduce record ipc-sanitizers nccl-dump topo-nccl-xml capture topo-capture; do
+for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests multirank probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-cupti bench-ep diagnose-allreduce bench-allreduce record kernel-sanitizers nccl-dump topo-nccl-xml capture topo-capture; do
   printf '  %-14s %s\n' "$k" "${result[$k]:-not run}"
 done
 echo
