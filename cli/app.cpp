@@ -165,6 +165,45 @@ void check_nested_subcommand(const CLI::App& app, const std::vector<std::string>
                                 excerpt(word), accepted));
 }
 
+// `--json=` sets a flag as if it were `--json`: CLI11 reads an empty flag value as true. The
+// user who typed it meant a value and left it out, so it is refused. The words are walked as
+// the parser would, with the options of each subcommand reached and the global ones (which may
+// follow a subcommand); record's job, from its first word on, is the job's and not looked at.
+void refuse_empty_flag_values(const CLI::App& app, const std::vector<std::string>& args) {
+  const auto all = [](const CLI::App*) { return true; };
+  std::vector<const CLI::App*> scope{&app};
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") return;
+    if (arg.empty() || arg[0] != '-') {
+      const CLI::App* sub = nullptr;
+      for (const CLI::App* s : scope.back()->get_subcommands(all)) {
+        if (s->get_name() == arg) sub = s;
+      }
+      if (sub == nullptr) {
+        if (scope.back()->get_name() == "record") return;  // the job's command line
+        continue;
+      }
+      scope.push_back(sub);
+      continue;
+    }
+    const size_t eq = arg.find('=');
+    const CLI::Option* option = nullptr;
+    for (auto it = scope.rbegin(); it != scope.rend() && option == nullptr; ++it)
+      option = (*it)->get_option_no_throw(arg.substr(0, eq));
+    if (option == nullptr) continue;  // the parser says what is wrong
+    if (option->get_items_expected_max() == 0) {
+      if (eq != std::string::npos && eq + 1 == arg.size()) {
+        const std::string name = arg.substr(0, eq);
+        throw usage_error(fmt::format(
+            "{}: an empty value; {} is a flag: give it alone, or {}=false", arg, name, name));
+      }
+    } else if (eq == std::string::npos) {
+      ++i;  // its value, which may look like a subcommand's name
+    }
+  }
+}
+
 // What CLI11 accepts without a word and commtool must not: an empty value, which CLI11 reads as
 // 0 for a number (--seed '' is seed 0), and a whole number past 64 bits, which strtoull clamps
 // (--seed 18446744073709551616 is 2^64-1). Added to every option that takes a value, of every
@@ -247,6 +286,7 @@ int run(int argc, char** argv) {
     arg_ptrs.push_back(a.data());
   try {
     check_nested_subcommand(app, args);
+    refuse_empty_flag_values(app, args);
   } catch (const Error& e) {
     if (global.launch.several_ranks() && global.launch.rank > 0) return 0;
     return report_error(global, e.code(), e.what());

@@ -444,6 +444,23 @@ TEST(CliValues, AnEmptyEntryOfAListIsNamedByItsPosition) {
   EXPECT_TRUE(contains(r.out, "--poll-ms 1,,2: entry 2 is empty")) << r.out;
 }
 
+// CLI11 reads `--json=` as `--json`; the user meant a value and left it out.
+TEST(CliValues, AFlagWithAnEmptyValueIsUsageError) {
+  for (const char* args : {"--mpi= topo", "topo --json=", "diagnose ep --dry-run --json="}) {
+    Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "an empty value;")) << args << "\n" << r.out;
+  }
+  Result r = run("topo --json= --sysfs-root x");
+  EXPECT_TRUE(contains(r.out,
+                       "commtool: --json=: an empty value; --json is a flag: give it "
+                       "alone, or --json=false"))
+      << r.out;
+  // Words of record's job are the job's: `--verbose=` there is not ours to refuse.
+  r = run("record /nonexistent/job --verbose=");
+  EXPECT_FALSE(contains(r.out, "an empty value")) << r.out;
+}
+
 TEST(CliValues, AnUnknownDiagnosisIsNamedWithTheAcceptedOnes) {
   Result r = run("diagnose foo");
   EXPECT_EQ(r.code, 2) << r.out;
