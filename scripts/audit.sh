@@ -341,6 +341,14 @@ try_finish() {
   done <<<"${TS_dir[$id]}"$'\n'"${TS_dirs[$id]}"
   ((${#left[@]} == 0)) || finding "$id" leftover "temporary file left: ${left[*]:0:3}"
   left=("$W/tmp/$id"/* "$W/tmp/$id"/.[!.]*)
+  # Open MPI's singleton session directory (ompi.*) is removed by its own daemon a moment after
+  # the process ends: give it up to 5 s before calling it left.
+  local waited=0
+  while ((${#left[@]} > 0 && waited < 50)) && [[ ${left[*]} == *"/ompi."* ]]; do
+    sleep 0.1
+    waited=$((waited + 1))
+    left=("$W/tmp/$id"/* "$W/tmp/$id"/.[!.]*)
+  done
   ((${#left[@]} == 0)) || finding "$id" leftover "left in TMPDIR: ${left[*]:0:3}"
   if ((!TS_procs_ok[$id])) && kill -0 -- "-${TS_pid[$id]}" 2>/dev/null; then
     local procs
@@ -686,7 +694,7 @@ inner_try() {
   local d=$W/t/f$((n_try + 1)) a
   mkdir -p "$d"
   cp -a "$src" "$d/tree"
-  cp "$d/tree/$rel" "$d/valid"
+  [[ -d $d/tree/$rel ]] || cp "$d/tree/$rel" "$d/valid"  # a directory has no valid copy
   plant "$kind" "$d/tree/$rel" "$d/valid" "$fmt" || return
   local -a args=()
   for a in "$@"; do args+=("${a//@D@/$d/tree}"); done
