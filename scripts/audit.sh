@@ -643,9 +643,17 @@ file_try() {
     *) plant "$kind" "$p" "$valid" "$fmt" || return ;;
   esac
   [[ $kind == esc-name || $kind == newline-name ]] && plant binary "$p" "$valid" "$fmt"
+  planted_run "$label" "$kind" "$d" @F@ "$p" "$@"
+}
+
+# One try of a planted file: ARGS with MARK replaced by VALUE, run in CWD, tagged KIND.
+#   planted_run LABEL KIND CWD MARK VALUE ARGS...
+planted_run() {
+  local label=$1 kind=$2 cwd=$3 mark=$4 value=$5 a
+  shift 5
   local -a args=()
-  for a in "$@"; do args+=("${a//@F@/$p}"); done
-  T_tag=$kind T_cwd=$d T_long=$N81
+  for a in "$@"; do args+=("${a//"$mark"/$value}"); done
+  T_tag=$kind T_cwd=$cwd T_long=$N81
   [[ $kind == fifo ]] && T_tmo=5
   try_start files "$label" "${args[@]}"
   local id=$TRY
@@ -675,15 +683,7 @@ dir_try() {
     name300) p=$d/$NAME300 ;;
     esc-name) p=$d/$'\e[31mred\e[0m' && mkdir "$p" ;;
   esac
-  local -a args=()
-  for a in "$@"; do args+=("${a//@F@/$p}"); done
-  T_tag=$kind T_cwd=$d T_long=$N81
-  [[ $kind == fifo ]] && T_tmo=5
-  try_start files "$label" "${args[@]}"
-  local id=$TRY
-  TS_own[$id]=''
-  try_finish "$id"
-  try_done "$id"
+  planted_run "$label" "$kind" "$d" @F@ "$p" "$@"
 }
 
 # A copy of a fixture tree with one file of it made KIND; then ARGS with @D@ the copy.
@@ -696,15 +696,7 @@ inner_try() {
   cp -a "$src" "$d/tree"
   [[ -d $d/tree/$rel ]] || cp "$d/tree/$rel" "$d/valid"  # a directory has no valid copy
   plant "$kind" "$d/tree/$rel" "$d/valid" "$fmt" || return
-  local -a args=()
-  for a in "$@"; do args+=("${a//@D@/$d/tree}"); done
-  T_tag=$kind T_cwd=$d T_long=$N81
-  [[ $kind == fifo ]] && T_tmo=5
-  try_start files "$label" "${args[@]}"
-  local id=$TRY
-  TS_own[$id]=''
-  try_finish "$id"
-  try_done "$id"
+  planted_run "$label" "$kind" "$d" @D@ "$d/tree" "$@"
 }
 
 # An NCCL topology file of N GPUs on one CPU.
