@@ -195,8 +195,57 @@ TEST(Differences, TheOddFixtureShowsTheMissingNicAndTheX8Link) {
   const Difference* pairing = find(ds, "nic-pairing-differs");
   ASSERT_NE(pairing, nullptr);
   EXPECT_TRUE(contains(pairing->message, "mlx5_0 (0000:18:00.0) through PIX")) << pairing->message;
-  EXPECT_EQ(ds.size(), 3u) << testing::PrintToString(codes(ds));
+  // ... which now carries two GPUs where every GPU of the common configuration has its own.
+  const Difference* sharing = find(ds, "nic-sharing-differs");
+  ASSERT_NE(sharing, nullptr) << testing::PrintToString(codes(ds));
+  EXPECT_TRUE(contains(sharing->message, "share NIC mlx5_0 (0000:18:00.0), 2 to one"))
+      << sharing->message;
+  EXPECT_TRUE(contains(sharing->message, "each has a NIC of its own")) << sharing->message;
+  EXPECT_TRUE(contains(sharing->evidence,
+                       "this node 8 GPU(s) on 7 NIC(s) (mlx5_0 (0000:18:00.0) "
+                       "carries 2); common configuration 8 GPU(s) on 8 NIC(s) "
+                       "(one each)"))
+      << sharing->evidence;
+  EXPECT_EQ(ds.size(), 4u) << testing::PrintToString(codes(ds));
   EXPECT_EQ(ds.front().code, "nic-missing");  // a missing device leads
+}
+
+TEST(Differences, ANicCarryingMoreGpusThanInTheCommonConfigurationGivesEachItsShare) {
+  NodeFacts common = dgx();
+  for (NicFacts& n : common.nics)
+    n.port_rate_gbps = 400;
+  // Two GPUs of one switch on one NIC, the other NIC of that switch still there but unused.
+  NodeFacts node = common;
+  gpu(node, "0000:29:00.0")->nic = gpu(node, "0000:1b:00.0")->nic;
+  const auto ds = differences(common, node);
+  const Difference* sharing = find(ds, "nic-sharing-differs");
+  ASSERT_NE(sharing, nullptr) << testing::PrintToString(codes(ds));
+  EXPECT_TRUE(contains(sharing->message, "GPUs 0000:1b:00.0, 0000:29:00.0 share NIC mlx5_0"))
+      << sharing->message;
+  EXPECT_TRUE(contains(sharing->message,
+                       "each can expect 25.0 GB/s where the common "
+                       "configuration gives 50.0 GB/s"))
+      << sharing->message;
+  EXPECT_EQ(std::count_if(ds.begin(), ds.end(),
+                          [](const Difference& d) { return d.code == "nic-sharing-differs"; }),
+            1);
+
+  // The other way round: the common configuration shares, this node gives each GPU its own.
+  const auto back = differences(node, common);
+  const auto shared_less = std::count_if(back.begin(), back.end(), [&](const Difference& d) {
+    return d.code == "nic-sharing-differs" && contains(d.message, "to itself") &&
+           contains(d.message, "shares its NIC among 2 GPUs");
+  });
+  EXPECT_EQ(shared_less, 2) << testing::PrintToString(codes(back));
+}
+
+TEST(Differences, EqualSharingIsNoDifferenceEvenWhenTheNicsAreOthers) {
+  // Two GPUs swap their NICs, one GPU to each still: pairings differ, sharing does not.
+  NodeFacts node = dgx();
+  std::swap(gpu(node, "0000:1b:00.0")->nic, gpu(node, "0000:29:00.0")->nic);
+  const auto ds = differences(dgx(), node);
+  EXPECT_NE(find(ds, "nic-pairing-differs"), nullptr) << testing::PrintToString(codes(ds));
+  EXPECT_EQ(find(ds, "nic-sharing-differs"), nullptr) << testing::PrintToString(codes(ds));
 }
 
 TEST(Differences, AGpuTrainedNarrowerOrDownIsNamedWithBothWidths) {

@@ -44,7 +44,7 @@ const std::string kEachRanksFile = "--nccl-xml " + kFixtures + "/cluster/rank%r.
 
 }  // namespace
 
-TEST(MpiTopo, RankZeroAloneNamesTheOddNodeAndBothOfItsDifferences) {
+TEST(MpiTopo, RankZeroAloneNamesTheOddNodeAndItsDifferences) {
   auto r = mpirun(4, "topo " + kEachRanksFile);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(count(r.out, "commtool topo: cluster of 4 nodes, 4 MPI ranks on 1 host"), 1u) << r.out;
@@ -55,6 +55,10 @@ TEST(MpiTopo, RankZeroAloneNamesTheOddNodeAndBothOfItsDifferences) {
   EXPECT_TRUE(contains(r.out, "[nic-missing] NIC mlx5_1 (0000:26:00.0)")) << r.out;
   EXPECT_TRUE(contains(r.out, "[pcie-max-width-below-common] GPU 0000:29:00.0")) << r.out;
   EXPECT_TRUE(contains(r.out, "x8 at best; common configuration: unknown now, Gen5 x16 at best"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "[nic-sharing-differs] GPUs 0000:1b:00.0, 0000:29:00.0 share NIC "
+                       "mlx5_0 (0000:18:00.0), 2 to one"))
       << r.out;
   // The cluster view first, then the common topology once: one rank's report, not four.
   const size_t topology = r.out.find("Common topology, as rank 0 read it on " + hostname() + "/0");

@@ -172,6 +172,96 @@ void compare_nic(const NicFacts& c, const NicFacts& n, std::vector<Difference>& 
   }
 }
 
+// How many GPUs of a node are paired with each NIC (by NicFacts::key), GPUs without one left out.
+std::map<std::string, std::vector<const GpuFacts*>> gpus_per_nic(const NodeFacts& f) {
+  std::map<std::string, std::vector<const GpuFacts*>> out;
+  for (const GpuFacts& g : f.gpus) {
+    if (!g.nic.empty()) out[g.nic].push_back(&g);
+  }
+  return out;
+}
+
+const NicFacts* find_nic(const NodeFacts& f, const std::string& key) {
+  auto it =
+      std::find_if(f.nics.begin(), f.nics.end(), [&](const NicFacts& n) { return n.key == key; });
+  return it != f.nics.end() ? &*it : nullptr;
+}
+
+// "8 GPUs on 7 NICs (mlx5_0 carries 2)": how a node spreads its GPUs over its NICs.
+std::string sharing_text(const NodeFacts& f) {
+  const auto per_nic = gpus_per_nic(f);
+  size_t paired = 0;
+  std::string crowded;
+  for (const auto& [key, gpus] : per_nic) {
+    paired += gpus.size();
+    if (gpus.size() < 2) continue;
+    const NicFacts* nic = find_nic(f, key);
+    crowded += fmt::format("{}{} carries {}", crowded.empty() ? "" : ", ",
+                           nic != nullptr ? describe(*nic) : key, gpus.size());
+  }
+  return fmt::format("{} GPU(s) on {} NIC(s){}", paired, per_nic.size(),
+                     crowded.empty() ? " (one each)" : " (" + crowded + ")");
+}
+
+// A NIC carrying another number of GPUs than the same GPUs' NICs carry in the common
+// configuration: their share of the network differs, which per-GPU pairing alone does not say
+// (a GPU keeping its own NIC while a neighbour falls back onto it has the same pairing).
+void compare_nic_sharing(const NodeFacts& common, const NodeFacts& node,
+                         std::vector<Difference>& out) {
+  std::map<std::string, size_t> common_share;  // bus id -> GPUs on its NIC there
+  std::map<std::string, double> common_rate;   // bus id -> its NIC's rate there; 0 unknown
+  for (const auto& [key, gpus] : gpus_per_nic(common)) {
+    const NicFacts* nic = find_nic(common, key);
+    for (const GpuFacts* g : gpus) {
+      common_share[g->bus_id] = gpus.size();
+      common_rate[g->bus_id] = nic != nullptr ? nic->port_rate_gbps : 0;
+    }
+  }
+  const std::string evidence = fmt::format("GPUs per NIC: this node {}; common configuration {}",
+                                           sharing_text(node), sharing_text(common));
+  auto rate = [](double gbps) { return fmt::format("{:.1f} GB/s", gbps / 8); };
+  for (const auto& [key, gpus] : gpus_per_nic(node)) {
+    const size_t here = gpus.size();
+    size_t there = 0;  // the most GPUs the common configuration puts on any of these GPUs' NICs
+    double there_rate = 0;
+    std::vector<std::string> bus_ids;
+    for (const GpuFacts* g : gpus) {
+      bus_ids.push_back(g->bus_id);
+      auto it = common_share.find(g->bus_id);
+      if (it == common_share.end()) continue;  // no NIC there, or no such GPU: said elsewhere
+      if (it->second > there) {
+        there = it->second;
+        there_rate = common_rate[g->bus_id];
+      }
+    }
+    if (there == 0 || there == here) continue;
+    const NicFacts* nic = find_nic(node, key);
+    const std::string nic_name = nic != nullptr ? describe(*nic) : key;
+    const double here_rate = nic != nullptr ? nic->port_rate_gbps : 0;
+    std::string gpus_text;
+    for (const std::string& b : bus_ids)
+      gpus_text += (gpus_text.empty() ? "" : ", ") + b;
+    const std::string common_text = there == 1
+                                        ? "each has a NIC of its own"
+                                        : fmt::format("their NICs carry {} GPUs at most", there);
+    std::string expect;
+    if (here_rate > 0 && there_rate > 0) {
+      expect =
+          fmt::format(": across nodes each can expect {} where the common configuration gives {}",
+                      rate(here_rate / static_cast<double>(here)),
+                      rate(there_rate / static_cast<double>(there)));
+    }
+    out.push_back({"nic-sharing-differs",
+                   here == 1 ? fmt::format("GPU {} has NIC {} to itself where the common "
+                                           "configuration shares its NIC among {} GPUs{}",
+                                           gpus_text, nic_name, there, expect)
+                             : fmt::format("GPUs {} share NIC {}, {} to one, where in the common "
+                                           "configuration {}{}",
+                                           gpus_text, nic_name, here, common_text, expect),
+                   evidence});
+  }
+}
+
 void compare_version(const char* code, const char* what, const std::string& common,
                      const std::string& node, std::vector<Difference>& out) {
   if (common == node) return;
@@ -214,6 +304,7 @@ std::vector<Difference> differences(const NodeFacts& common, const NodeFacts& no
              fmt::format("NIC {} ({}) is not in the common configuration", describe(n), n.kind),
              nic_counts});
       });
+  compare_nic_sharing(common, node, links);
   if (node.nvswitches != common.nvswitches) {
     devices.push_back({"nvswitch-count-differs",
                        fmt::format("{} NVSwitch(es) where the common configuration has {}",
