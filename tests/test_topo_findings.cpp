@@ -241,7 +241,8 @@ TEST(PeerFindings, TwoGpusSharingANicWhereTheOthersHaveTheirOwnIsAWarningWithThe
 TEST(PeerFindings, UnevenSharingOfNicsOfUnknownRateSaysTheFraction) {
   Topology t = xml(switch_with("10", {"11", "12", "13"}, "mlx5_0", 0) +
                    switch_with("20", {"21"}, "mlx5_1", 0));
-  const Finding* f = find(analyze(t), "nic-shared-unevenly");
+  const Analysis a = analyze(t);  // kept: the finding points into it
+  const Finding* f = find(a, "nic-shared-unevenly");
   ASSERT_NE(f, nullptr);
   EXPECT_TRUE(contains(f->message, "GPU3 has one of its own")) << f->message;
   EXPECT_TRUE(contains(f->message, "1/3 of its NIC's bandwidth")) << f->message;
