@@ -9,6 +9,7 @@
 
 #include "probes/base/error.hpp"
 #include "probes/base/input_file.hpp"
+#include "probes/base/utf8.hpp"
 
 namespace fs = std::filesystem;
 using commtool::Error;
@@ -112,6 +113,23 @@ TEST(Excerpt, LongTextIsCutAndSaysHowLongItWas) {
 TEST(Excerpt, ControlCharactersCannotReachTheTerminalRaw) {
   EXPECT_EQ(commtool::excerpt("a\x1b[2Jb\n"), "a\\x1b[2Jb\\x0a");
   EXPECT_EQ(commtool::excerpt("\xff"), "\\xff");
+}
+
+// The one decoder behind the message escaper and the plugin's JSON lines.
+TEST(Utf8Decode, TakesOnlyCompleteShortestFormsOfRealCodePoints) {
+  using commtool::utf8::decode;
+  EXPECT_EQ(decode("a", 0).length, 1u);
+  EXPECT_EQ(decode("\xc3\xa9", 0).length, 2u);  // é
+  EXPECT_EQ(decode("\xc3\xa9", 0).code_point, 0xe9u);
+  EXPECT_EQ(decode("\xf0\x9f\x98\x80", 0).code_point, 0x1f600u);  // an emoji, 4 bytes
+  EXPECT_EQ(decode("\xc0\xaf", 0).length, 0u);                    // overlong '/'
+  EXPECT_EQ(decode("\xe0\x80\xaf", 0).length, 0u);                // overlong, 3 bytes
+  EXPECT_EQ(decode("\xed\xa0\x80", 0).length, 0u);                // a surrogate
+  EXPECT_EQ(decode("\xf4\x90\x80\x80", 0).length, 0u);            // past U+10FFFF
+  EXPECT_EQ(decode("\xe2\x82", 0).length, 0u);                    // cut
+  EXPECT_EQ(decode("\xe2\x28\xa1", 0).length, 0u);                // a bad continuation
+  EXPECT_EQ(decode("\x80", 0).length, 0u);                        // a stray continuation
+  EXPECT_EQ(decode("x\xc2\x85", 1).code_point, 0x85u);  // C1: decoded; the escaper refuses it
 }
 
 TEST(PrintableMessage, KeepsLineEndsAndUtf8AndEscapesEveryOtherControl) {

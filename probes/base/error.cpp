@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "probes/base/utf8.hpp"
+
 namespace commtool {
 
 std::string excerpt(std::string_view text, size_t max_chars) {
@@ -24,30 +26,12 @@ std::string excerpt(std::string_view text, size_t max_chars) {
 
 namespace {
 
-// The length of the UTF-8 sequence at text[i] when it is a well-formed one of a printable code
-// point (not a C1 control, U+0080..U+009F, which terminals read as commands), else 0.
+// The length of the UTF-8 sequence at text[i] (text[i] >= 0x80) when it is a well-formed one of
+// a printable code point (not a C1 control, U+0080..U+009F, which terminals read as commands),
+// else 0.
 size_t printable_utf8(std::string_view text, size_t i) {
-  const auto lead = static_cast<unsigned char>(text[i]);
-  size_t n = 0;
-  uint32_t cp = 0;
-  if (lead >= 0xc2 && lead <= 0xdf) {
-    n = 2, cp = lead & 0x1f;
-  } else if (lead >= 0xe0 && lead <= 0xef) {
-    n = 3, cp = lead & 0x0f;
-  } else if (lead >= 0xf0 && lead <= 0xf4) {
-    n = 4, cp = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > text.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    const auto c = static_cast<unsigned char>(text[i + k]);
-    if ((c & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (c & 0x3f);
-  }
-  const bool overlong = (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
-  const bool invalid = overlong || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff);
-  return invalid || (cp >= 0x80 && cp <= 0x9f) ? 0 : n;
+  const utf8::Sequence seq = utf8::decode(text, i);
+  return seq.code_point >= 0x80 && seq.code_point <= 0x9f ? 0 : seq.length;
 }
 
 }  // namespace

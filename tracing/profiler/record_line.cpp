@@ -7,40 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "probes/base/error.hpp"
+#include "probes/base/utf8.hpp"
 
 namespace commtool::nccl_profiler {
 
 namespace {
 
 // ---- writing: runs on NCCL's threads, so it appends to `out` and nothing else allocates ----
-
-// The length of the well-formed UTF-8 sequence at s[i], or 0 where there is none (a stray
-// continuation byte, an overlong form, a surrogate, a cut sequence).
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto lead = static_cast<unsigned char>(s[i]);
-  if (lead < 0x80) return 1;
-  size_t length = 0;
-  uint32_t code_point = 0;
-  uint32_t smallest = 0;
-  if ((lead & 0xe0) == 0xc0) {
-    length = 2, code_point = lead & 0x1fu, smallest = 0x80;
-  } else if ((lead & 0xf0) == 0xe0) {
-    length = 3, code_point = lead & 0x0fu, smallest = 0x800;
-  } else if ((lead & 0xf8) == 0xf0) {
-    length = 4, code_point = lead & 0x07u, smallest = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + length > s.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    const auto next = static_cast<unsigned char>(s[i + k]);
-    if ((next & 0xc0) != 0x80) return 0;
-    code_point = (code_point << 6) | (next & 0x3fu);
-  }
-  const bool surrogate = code_point >= 0xd800 && code_point <= 0xdfff;
-  if (code_point < smallest || code_point > 0x10ffff || surrogate) return 0;
-  return length;
-}
 
 // A JSON string. Names come from the application (the communicator's name) and the host, so
 // any byte can occur: quotes and backslashes are escaped, control characters become \u00XX, and
@@ -59,7 +32,7 @@ void append_string(std::string& out, std::string_view s) {
       out += kHex[c >> 4];
       out += kHex[c & 0xf];
       ++i;
-    } else if (size_t length = utf8_sequence_length(s, i); length > 0) {
+    } else if (size_t length = utf8::decode(s, i).length; length > 0) {
       out.append(s.substr(i, length));
       i += length;
     } else {
