@@ -1,6 +1,7 @@
 #include "probes/topo/cluster.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -30,12 +31,16 @@ std::string gpu_name(const GpuFacts& g) {
   return fmt::format("GPU {} ({})", g.bus_id, g.model);
 }
 
+const NicFacts* find_nic(const NodeFacts& f, const std::string& key) {
+  auto it =
+      std::find_if(f.nics.begin(), f.nics.end(), [&](const NicFacts& n) { return n.key == key; });
+  return it != f.nics.end() ? &*it : nullptr;
+}
+
 std::string pairing_text(const NodeFacts& f, const GpuFacts& g) {
   if (g.nic.empty()) return "no NIC";
-  auto it =
-      std::find_if(f.nics.begin(), f.nics.end(), [&](const NicFacts& n) { return n.key == g.nic; });
-  const std::string nic = it != f.nics.end() ? describe(*it) : g.nic;
-  return fmt::format("{} through {}", nic, g.nic_path);
+  const NicFacts* nic = find_nic(f, g.nic);
+  return fmt::format("{} through {}", nic != nullptr ? describe(*nic) : g.nic, g.nic_path);
 }
 
 // Items of two lists sorted by key, walked together: both(a, b), only_common(a), only_node(b).
@@ -181,12 +186,6 @@ std::map<std::string, std::vector<const GpuFacts*>> gpus_per_nic(const NodeFacts
   return out;
 }
 
-const NicFacts* find_nic(const NodeFacts& f, const std::string& key) {
-  auto it =
-      std::find_if(f.nics.begin(), f.nics.end(), [&](const NicFacts& n) { return n.key == key; });
-  return it != f.nics.end() ? &*it : nullptr;
-}
-
 // "8 GPUs on 7 NICs (mlx5_0 carries 2)": how a node spreads its GPUs over its NICs.
 std::string sharing_text(const NodeFacts& f) {
   const auto per_nic = gpus_per_nic(f);
@@ -208,14 +207,15 @@ std::string sharing_text(const NodeFacts& f) {
 // (a GPU keeping its own NIC while a neighbour falls back onto it has the same pairing).
 void compare_nic_sharing(const NodeFacts& common, const NodeFacts& node,
                          std::vector<Difference>& out) {
-  std::map<std::string, size_t> common_share;  // bus id -> GPUs on its NIC there
-  std::map<std::string, double> common_rate;   // bus id -> its NIC's rate there; 0 unknown
+  struct Share {
+    size_t gpus = 0;  // on the GPU's NIC there
+    double rate = 0;  // that NIC's rate; 0 unknown
+  };
+  std::map<std::string, Share> common_share;  // by bus id
   for (const auto& [key, gpus] : gpus_per_nic(common)) {
     const NicFacts* nic = find_nic(common, key);
-    for (const GpuFacts* g : gpus) {
-      common_share[g->bus_id] = gpus.size();
-      common_rate[g->bus_id] = nic != nullptr ? nic->port_rate_gbps : 0;
-    }
+    for (const GpuFacts* g : gpus)
+      common_share[g->bus_id] = {gpus.size(), nic != nullptr ? nic->port_rate_gbps : 0};
   }
   const std::string evidence = fmt::format("GPUs per NIC: this node {}; common configuration {}",
                                            sharing_text(node), sharing_text(common));
@@ -229,18 +229,16 @@ void compare_nic_sharing(const NodeFacts& common, const NodeFacts& node,
       bus_ids.push_back(g->bus_id);
       auto it = common_share.find(g->bus_id);
       if (it == common_share.end()) continue;  // no NIC there, or no such GPU: said elsewhere
-      if (it->second > there) {
-        there = it->second;
-        there_rate = common_rate[g->bus_id];
+      if (it->second.gpus > there) {
+        there = it->second.gpus;
+        there_rate = it->second.rate;
       }
     }
     if (there == 0 || there == here) continue;
     const NicFacts* nic = find_nic(node, key);
     const std::string nic_name = nic != nullptr ? describe(*nic) : key;
     const double here_rate = nic != nullptr ? nic->port_rate_gbps : 0;
-    std::string gpus_text;
-    for (const std::string& b : bus_ids)
-      gpus_text += (gpus_text.empty() ? "" : ", ") + b;
+    const std::string gpus_text = fmt::format("{}", fmt::join(bus_ids, ", "));
     const std::string common_text = there == 1
                                         ? "each has a NIC of its own"
                                         : fmt::format("their NICs carry {} GPUs at most", there);
