@@ -95,6 +95,19 @@ int run_record_command(const GlobalOptions& global, const RecordOptions& o, CLI:
   std::cerr << printable_message(
       fmt::format("commtool record: the recording is in {}; analyse it with: commtool report {}\n",
                   outcome.dir, outcome.dir));
+  // A fault the ranks show is the exit status (5), whatever the job's: a job that hung was
+  // probably killed, and one whose ranks disagreed may well have exited 0 with wrong results.
+  const std::optional<std::string> fault = live.fault_at_end();
+  if (fault) {
+    std::cerr << "commtool record: at the end of the job:\n" << *fault;
+  }
+  if (fault || outcome.hang_detected) {
+    if (outcome.status != 0) {
+      std::cerr << fmt::format("commtool record: exit status 5 (the job's was {})\n",
+                               outcome.status);
+    }
+    return static_cast<int>(ExitCode::kTimeout);
+  }
   return outcome.status;
 }
 

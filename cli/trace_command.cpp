@@ -335,8 +335,8 @@ bool is_recording(const std::string& dir) {
           std::filesystem::is_directory(root / "procs", ec));
 }
 
-// A recording is reported whatever it shows: a hang in it is what was recorded, not a failure
-// of the report (exit 0); only unreadable input is exit 2.
+// A recording is reported whatever it shows; the exit status says what it showed: 5 for a hang,
+// ranks that disagree or a rank missing, else 0; unreadable input is exit 2.
 int report_recording(const GlobalOptions& global, const std::string& dir,
                      const std::string& trace_file) {
   const record::Recording rec = record::load_recording(dir);
@@ -351,7 +351,10 @@ int report_recording(const GlobalOptions& global, const std::string& dir,
   const reports::RecordingReport report = reports::analyse_recording(rec);
   emit(global, global.json ? json_text(reports::recording_to_json(report), 2)
                            : reports::render_recording_text(report));
-  return 0;
+  // `commtool report DIR || alert`: a hang, ranks that disagree or a rank missing is exit 5.
+  const bool fault =
+      report.verdict == reports::Verdict::kHang || report.verdict == reports::Verdict::kFault;
+  return fault ? static_cast<int>(ExitCode::kTimeout) : 0;
 }
 
 }  // namespace

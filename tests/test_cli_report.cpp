@@ -84,18 +84,30 @@ TEST(CliReport, TraceFileHasTheRanksTracksAndFlowArrows) {
   EXPECT_TRUE(contains(text, "\"ph\":\"f\"")) << "no flow arrow ends";
 }
 
-TEST(CliReport, ARecordingWritesItsTraceAndAHungOneIsStillExitZero) {
+TEST(CliReport, AHungRecordingWritesItsTraceAndExitsFive) {
   TempDir dir;
   const fs::path file = dir.path / "trace.json";
   const std::string rec = std::string(COMMTOOL_FIXTURES_DIR) + "/recordings/hang_rank3";
   Result r = run("report " + rec + " --trace " + file.string());
-  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(r.code, 5) << r.out;  // `commtool report DIR || alert` fires
   EXPECT_TRUE(contains(r.out, "HANG: ")) << r.out;
   std::ifstream in(file);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (const char* track : {"\"node-a pid 203\"", "\"comm 00000000000c0ffe rank 3 host\"",
                             "\"comm 00000000000c0ffe rank 3 GPU\"", "\"AllReduce #4\""}) {
     EXPECT_TRUE(contains(text, track)) << track;
+  }
+}
+
+TEST(CliReport, ExitStatusSaysWhatTheRecordingShows) {
+  const std::string dir = std::string(COMMTOOL_FIXTURES_DIR) + "/recordings/";
+  for (const auto& [name, code] : {std::pair{"hang_rank3", 5},
+                                   {"mismatch", 5},
+                                   {"dead_process", 5},
+                                   {"two_rank_clean", 0},
+                                   {"straggler", 0}}) {
+    const Result r = run("report " + dir + name);
+    EXPECT_EQ(r.code, code) << name << "\n" << r.out;
   }
 }
 

@@ -193,7 +193,7 @@ TEST(Crossrank, RankWithoutRecordsIsMissing) {
 TEST(Crossrank, RankThatNeverStartedIsBehindWithItsProcessState) {
   Job job = lockstep(3, 5);
   start(job, 5, {1});
-  rank(job, 1).life = {Liveness::kStopped, "SIGSTOP"};
+  rank(job, 1).life = {Liveness::kStopped, "stopped by a signal (SIGSTOP, SIGTSTP)"};
   normalise(job);
   const Verdict v = analyse(job);
   ASSERT_EQ(v.findings.size(), 1u);
@@ -204,7 +204,7 @@ TEST(Crossrank, RankThatNeverStartedIsBehindWithItsProcessState) {
                        "BEHIND on communicator c0ffee (3 ranks): rank 1 never started "
                        "AllReduce #5 (1024 x float32, sum), which ranks 0,2 wait in since"))
       << text;
-  EXPECT_TRUE(contains(text, "its process is stopped")) << text;
+  EXPECT_TRUE(contains(text, "its process is stopped by a signal (SIGSTOP, SIGTSTP)")) << text;
 }
 
 TEST(Crossrank, AllStartedOneStoppedIsHeldNotBelowNccl) {

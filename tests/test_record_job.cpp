@@ -59,7 +59,7 @@ struct FakeRecording {
             [this] { ++polls; },
             [this] { return completed.load(); },
             [this] { return in_flight.load(); },
-            [] { return std::string("rank 1 never started AllReduce #7\n"); },
+            [](bool) { return std::string("rank 1 never started AllReduce #7\n"); },
             [] { return std::string("nothing recorded"); }};
   }
 };
@@ -379,7 +379,8 @@ TEST_F(LiveRecordingTest, ABadRecordingStopsTheWatchNotTheJob) {
   RecordHooks hooks = live.hooks();
   EXPECT_NO_THROW(hooks.poll());
   EXPECT_NO_THROW(hooks.poll());
-  EXPECT_NE(hooks.standing().find("stopped being readable"), std::string::npos) << hooks.standing();
+  EXPECT_NE(hooks.standing(true).find("stopped being readable"), std::string::npos)
+      << hooks.standing(true);
 }
 
 TEST(RecordCupti, AnotherToolsInjectionOrACuptiToolAsTheJobTurnsItOff) {

@@ -210,13 +210,14 @@ TEST(RecordReport, AHangIsTheVerdictAndTheStandingIsTakenWhenItWasSeen) {
   EXPECT_EQ(recording_to_json(report)["verdict"], "hang");
 }
 
-TEST(RecordReport, OperationsLeftInFlightAtTheEndAreShownWithoutAHang) {
+TEST(RecordReport, OperationsLeftInFlightAtTheEndAreAHangThoughNoLauncherSawIt) {
   RecordingDir dir;
   dir.append("a.jsonl", lines_of({proc_line(1), start_line(kComm, 0, 0, kMono0)}));
   const RecordingReport report = analyse_recording(load_recording(dir.path));
-  EXPECT_EQ(report.verdict, Verdict::kNone);
+  EXPECT_EQ(report.verdict, Verdict::kHang);
   const std::string text = render_recording_text(report);
-  EXPECT_NE(text.find("No hang was detected, but 1 operation(s) were in flight"), std::string::npos)
+  EXPECT_NE(text.find("HANG: the job ended with 1 operation(s) in flight that could not finish"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("WARNING: no record.json"), std::string::npos) << text;
   EXPECT_TRUE(recording_to_json(report)["record"].is_null());

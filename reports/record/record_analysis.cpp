@@ -25,6 +25,8 @@ const char* to_string(Verdict v) {
   switch (v) {
     case Verdict::kHang:
       return "hang";
+    case Verdict::kFault:
+      return "fault";
     case Verdict::kStraggler:
       return "straggler";
     case Verdict::kNone:
@@ -80,6 +82,9 @@ std::string process_name(const ProcessRecord& p) {
 // latest time the recording holds.
 record::StandingOptions standing_options(const Recording& rec) {
   record::StandingOptions o;
+  // A recording read afterwards is of a job that hung or is over (or was copied away from its
+  // launcher): what is in flight in it is stuck.
+  o.stuck = true;
   if (rec.meta && rec.meta->hang) {
     o.now_wall_ns = record::launcher_wall_ns(*rec.meta, rec.meta->hang->monotonic_ns);
     return o;
@@ -419,8 +424,10 @@ RecordingReport analyse_recording(const Recording& rec) {
     d.row.start_lag_us = measure::summarize(std::move(d.lag));
     report.ranks.push_back(std::move(d.row));
   }
-  if (rec.meta && rec.meta->hang) {
+  if ((rec.meta && rec.meta->hang) || report.standing.verdict.hang) {
     report.verdict = Verdict::kHang;
+  } else if (report.standing.verdict.error()) {
+    report.verdict = Verdict::kFault;
   } else if (!report.stragglers.empty()) {
     report.verdict = Verdict::kStraggler;
   }

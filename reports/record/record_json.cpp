@@ -34,10 +34,65 @@ json op_json(const record::OpRef& op) {
           {"peer", op.kind == nccl_profiler::OpKind::kP2p ? json(op.peer) : json(nullptr)}};
 }
 
+json call_json(const crossrank::Job& job, uint32_t id) {
+  const crossrank::Call& c = job.call(id);
+  return {{"func", c.func},
+          {"p2p", c.p2p},
+          {"count", or_null(c.count)},
+          {"datatype", c.datatype.empty() ? json(nullptr) : json(c.datatype)},
+          {"redop", c.redop.empty() ? json(nullptr) : json(c.redop)},
+          {"root", or_null(c.root)},
+          {"peer", or_null(c.peer)}};
+}
+
+// The cross-rank findings, the verdict first; positions as the group writes them.
+json verdict_json(const crossrank::Job& job, const crossrank::Verdict& v) {
+  json findings = json::array();
+  for (const crossrank::Finding& f : v.findings) {
+    const crossrank::Group& g = job.groups[f.group];
+    json sides = json::array(), last = json::array(), lives = json::array();
+    for (const crossrank::Side& side : f.sides) {
+      sides.push_back(
+          {{"ranks", side.ranks},
+           {"call", call_json(job, side.call)},
+           {"site", side.site == crossrank::kNoSite ? json(nullptr) : json(job.site(side.site))}});
+    }
+    for (const crossrank::LastDone& d : f.last) {
+      last.push_back({{"ranks", d.ranks},
+                      {"position", or_null(d.seq)},
+                      {"call", d.call ? call_json(job, *d.call) : json(nullptr)}});
+    }
+    for (const crossrank::LifeGroup& l : f.lives) {
+      lives.push_back({{"ranks", l.ranks},
+                       {"state", crossrank::to_string(l.life.state)},
+                       {"detail", l.life.detail}});
+    }
+    findings.push_back(
+        {{"rule", crossrank::to_string(f.rule)},
+         {"group", g.id},
+         {"group_name", g.name},
+         {"nranks", g.nranks > 0 ? json(g.nranks) : json(nullptr)},
+         {"position", f.seq},
+         {"call", f.call ? call_json(job, *f.call) : json(nullptr)},
+         {"ranks", f.ranks},
+         {"waiting", f.waiting},
+         {"waiting_since_wall_ns",
+          f.waiting_since_wall_ns > 0 ? json(f.waiting_since_wall_ns) : json(nullptr)},
+         {"sides", std::move(sides)},
+         {"field", f.field.empty() ? json(nullptr) : json(f.field)},
+         {"later_disagreements", f.later},
+         {"last_completed", std::move(last)},
+         {"processes", std::move(lives)},
+         {"no_records", f.no_records},
+         {"text", crossrank::finding_text(job, f)}});
+  }
+  return {{"hang", v.hang}, {"findings", std::move(findings)}};
+}
+
 json standing_json(const record::Standing& s) {
   json comms = json::array(), processes = json::array();
   for (const record::CommStanding& c : s.comms) {
-    json ranks = json::array(), mismatches = json::array();
+    json ranks = json::array();
     for (const record::RankStanding& r : c.ranks) {
       json in_flight = json::array();
       for (const record::InFlightOp& op : r.in_flight)
@@ -55,29 +110,12 @@ json standing_json(const record::Standing& s) {
            {"in_flight", std::move(in_flight)},
            {"finalized", r.finalized}});
     }
-    for (const record::Mismatch& m : c.mismatches) {
-      mismatches.push_back({{"index", m.index},
-                            {"field", m.field},
-                            {"rank_a", m.rank_a},
-                            {"a", op_json(m.a)},
-                            {"rank_b", m.rank_b},
-                            {"b", op_json(m.b)}});
-    }
-    json holdup = nullptr;
-    if (c.holdup) {
-      holdup = {{"waited", op_json(c.holdup->waited)},
-                {"waiting", c.holdup->waiting},
-                {"since_wall_ns", c.holdup->since_wall_ns},
-                {"behind", c.holdup->behind}};
-    }
     comms.push_back({{"comm", comm_hex(c.comm)},
                      {"name", c.name},
                      {"nranks", c.nranks > 0 ? json(c.nranks) : json(nullptr)},
                      {"in_flight", c.in_flight},
                      {"ranks", std::move(ranks)},
-                     {"unseen", c.unseen},
-                     {"holdup", std::move(holdup)},
-                     {"mismatches", std::move(mismatches)}});
+                     {"unseen", c.unseen}});
   }
   for (const record::ProcessStanding& p : s.processes) {
     processes.push_back({{"file", p.file},
@@ -89,9 +127,13 @@ json standing_json(const record::Standing& s) {
                          {"in_flight", p.in_flight},
                          {"dropped_lines", p.dropped_lines}});
   }
-  return {{"now_wall_ns", s.now_wall_ns}, {"in_flight", s.in_flight},
-          {"completed", s.completed},     {"unverified", s.unverified},
-          {"comms", std::move(comms)},    {"processes", std::move(processes)}};
+  return {{"now_wall_ns", s.now_wall_ns},
+          {"in_flight", s.in_flight},
+          {"completed", s.completed},
+          {"unverified", s.unverified},
+          {"comms", std::move(comms)},
+          {"processes", std::move(processes)},
+          {"verdict", verdict_json(s.job, s.verdict)}};
 }
 
 json nccl_json(const tracing::NcclChoice& c) {
@@ -170,7 +212,7 @@ json recording_to_json(const RecordingReport& r) {
                       {"cupti_matched", c.cupti_matched},
                       {"cupti_kernel_start_minus_mapped_us", or_null(c.cupti_lead_us)}});
   }
-  return {{"schema_version", 1},
+  return {{"schema_version", 2},
           {"command", "report"},
           {"kind", "recording"},
           {"dir", r.dir},

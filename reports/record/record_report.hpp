@@ -124,7 +124,10 @@ struct Straggler {
   double threshold_us = 0;
 };
 
-enum class Verdict { kHang, kStraggler, kNone };
+// kHang: the launcher saw a hang, or operations were in flight that could not finish; kFault: the
+// cross-rank analysis found ranks that disagree or a rank missing, without a hang; kStraggler:
+// none of those, and a rank starts late. The cross-rank findings are Standing::verdict's.
+enum class Verdict { kHang, kFault, kStraggler, kNone };
 const char* to_string(Verdict v);
 
 struct RecordingReport {

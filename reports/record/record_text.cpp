@@ -79,13 +79,23 @@ std::string straggler_sentence(const Straggler& s) {
 std::string verdict(const RecordingReport& r) {
   switch (r.verdict) {
     case Verdict::kHang: {
-      const record::RecordingHang& h = *r.meta->hang;
+      if (r.meta && r.meta->hang) {
+        const record::RecordingHang& h = *r.meta->hang;
+        return fmt::format(
+                   "HANG: no operation completed for {} (the launcher saw it at {}). Where "
+                   "everyone stood then:\n",
+                   record::seconds_text(h.quiet_s), shown(h.detected_at)) +
+               indented(record::render_standing_text(r.standing));
+      }
       return fmt::format(
-                 "HANG: no operation completed for {} (the launcher saw it at {}). Where everyone "
-                 "stood then:\n",
-                 record::seconds_text(h.quiet_s), shown(h.detected_at)) +
+                 "HANG: the job ended with {} operation(s) in flight that could not finish. "
+                 "Where everyone stood then:\n",
+                 r.standing.in_flight) +
              indented(record::render_standing_text(r.standing));
     }
+    case Verdict::kFault:
+      return "FAULT: ranks disagree or are missing, though the job did not hang:\n" +
+             indented(record::render_standing_text(r.standing));
     case Verdict::kStraggler: {
       std::string out;
       for (const Straggler& s : r.stragglers)
@@ -95,14 +105,7 @@ std::string verdict(const RecordingReport& r) {
     case Verdict::kNone:
       break;
   }
-  if (r.standing.in_flight > 0) {
-    return fmt::format(
-               "No hang was detected, but {} operation(s) were in flight when the job "
-               "ended:\n",
-               r.standing.in_flight) +
-           indented(record::render_standing_text(r.standing));
-  }
-  return "No hang and no straggler.\n";
+  return "No hang, no fault and no straggler.\n";
 }
 
 std::string op_table(const RecordingReport& r) {

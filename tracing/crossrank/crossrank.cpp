@@ -31,6 +31,23 @@ bool can_run(Liveness l) {
   return l == Liveness::kUnknown || l == Liveness::kRunning;
 }
 
+Life life_of(const proc::ProcessLook& look) {
+  switch (look.state) {
+    case proc::RunState::kRunning:
+      return {Liveness::kRunning, proc::describe(look)};
+    case proc::RunState::kStopped:
+    case proc::RunState::kTraced:
+      return {Liveness::kStopped, proc::describe(look)};
+    case proc::RunState::kUninterruptible:
+      return {Liveness::kUninterruptible, proc::describe(look)};
+    case proc::RunState::kZombie:
+      return {Liveness::kZombie, proc::describe(look)};
+    case proc::RunState::kGone:
+      break;
+  }
+  return {Liveness::kGone, "no such process on its host"};
+}
+
 const char* to_string(Rule r) {
   switch (r) {
     case Rule::kMissing:
@@ -281,9 +298,18 @@ Verdict analyse(const Job& job) {
         no_records.push_back(rank);
       }
     }
+    const size_t before = v.findings.size();
     find_disagreements(job, g, i, v);
+    // Where the group first disagrees; UINT64_MAX: nowhere.
+    const uint64_t disagree_at = v.findings.size() > before ? v.findings.back().seq : UINT64_MAX;
     if (job.stuck) {
       find_holdup(g, i, no_records, v, missing);
+      if (v.findings.size() > before) {
+        Finding& last = v.findings.back();
+        if (last.rule == Rule::kBelow && disagree_at <= last.seq) {
+          last.after_disagreement = true;
+        }
+      }
     }
     if (!no_records.empty() &&
         (!job.stuck || std::none_of(missing.begin(), missing.end(),

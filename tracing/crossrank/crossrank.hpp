@@ -34,6 +34,8 @@
 #include <string>
 #include <vector>
 
+#include "probes/base/process_look.hpp"
+
 namespace commtool::crossrank {
 
 // What a rank called at one position. Unknown fields are empty and compare with nothing.
@@ -88,6 +90,9 @@ struct Life {
   std::string detail;  // "wait channel nvidia_wait", "exit code 7", "no heartbeat for 12 s"
 };
 
+// A process as /proc showed it (probes/base/process_look.hpp), as a Life.
+Life life_of(const proc::ProcessLook& look);
+
 struct Rank {
   int rank = 0;
   std::string where;      // "node-a pid 4711", where known
@@ -97,9 +102,12 @@ struct Rank {
 };
 
 struct Group {
-  std::string id;           // the communicator's id or the process group's
-  std::string name;         // the application's name for it, if any
-  int nranks = 0;           // 0: unknown
+  std::string id;    // the communicator's id or the process group's
+  std::string name;  // the application's name for it, if any
+  int nranks = 0;    // 0: unknown
+  // How a position is written before its number: "#" ("AllReduce #12", a sequence number the
+  // application's tools show too) or "op " ("AllReduce op 12", an index of commtool's own).
+  std::string position = "#";
   std::vector<Rank> ranks;  // those with records, any order
 };
 
@@ -160,6 +168,9 @@ struct Finding {
   std::vector<LastDone> last;    // missing, behind: where the ranks at fault stopped
   std::vector<LifeGroup> lives;  // the ranks at fault, by what their processes do
   std::vector<int> no_records;   // missing: of `ranks`, those with no records at all
+  // below: the group disagrees at or before this position, which explains the wait; not a
+  // cause below NCCL.
+  bool after_disagreement = false;
 };
 
 struct Verdict {
@@ -180,8 +191,11 @@ Verdict analyse(const Job& job);
 std::string rank_set(std::vector<int> ranks, int nranks);
 // "rank 3" or "ranks 0-2,5".
 std::string ranks_text(const std::vector<int>& ranks, int nranks);
-// "AllReduce #12 (1048576 x float32, sum)".
-std::string call_text(const Job& job, uint32_t call, uint64_t seq);
+// "AllReduce #12 (1048576 x float32, sum)", with the group's way of writing a position.
+std::string call_text(const Job& job, const Group& g, uint32_t call, uint64_t seq);
+
+// One finding as a sentence ("BEHIND on communicator ...: rank 1 never started ...").
+std::string finding_text(const Job& job, const Finding& f);
 
 // The verdict for an on-call engineer: one paragraph per finding, the first marked as the
 // verdict; "No disagreement, no rank missing or behind" when there is none. Text from the

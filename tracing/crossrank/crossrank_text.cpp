@@ -53,6 +53,10 @@ std::string clock_text(int64_t wall_ns) {
   return fmt::format("{:02}:{:02}:{:02} UTC", tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
+std::string position_text(const Group& g, uint64_t seq) {
+  return fmt::format("{}{}", g.position, seq);
+}
+
 std::string since(const Finding& f) {
   return f.waiting_since_wall_ns > 0 ? " since " + clock_text(f.waiting_since_wall_ns) : "";
 }
@@ -85,7 +89,12 @@ std::string life_text(const Life& l) {
       what = "went silent (stopped, frozen or dead)";
       break;
   }
-  return l.detail.empty() ? what : fmt::format("{}: {}", what, excerpt(l.detail, 120));
+  if (l.detail.empty()) return what;
+  // A state /proc gave says it all in its detail; a heartbeat's or an exit's adds to the state.
+  if (l.state == Liveness::kGone || l.state == Liveness::kSilent) {
+    return fmt::format("{}: {}", what, excerpt(l.detail, 120));
+  }
+  return "is " + excerpt(l.detail, 120);
 }
 
 // "; its process is stopped (...)" per group of ranks with a known state.
@@ -109,16 +118,16 @@ std::string last_text(const Job& job, const Group& g, const Finding& f) {
             ? "its"
             : ranks_text(d.ranks, g.nranks) + (d.ranks.size() == 1 ? "'s" : "'");
     out += "; " + (d.seq ? fmt::format("{} last completed operation is {}", who,
-                                       call_text(job, *d.call, *d.seq))
+                                       call_text(job, g, *d.call, *d.seq))
                          : fmt::format("{} completed no operation on it", who));
   }
   return out;
 }
 
 std::string waiting_text(const Job& job, const Group& g, const Finding& f) {
-  return fmt::format("{} {} in {}{}", ranks_text(f.waiting, g.nranks),
-                     f.waiting.size() == 1 ? "waits" : "wait",
-                     f.call ? call_text(job, *f.call, f.seq) : fmt::format("#{}", f.seq), since(f));
+  return fmt::format(
+      "{} {} in {}{}", ranks_text(f.waiting, g.nranks), f.waiting.size() == 1 ? "waits" : "wait",
+      f.call ? call_text(job, g, *f.call, f.seq) : position_text(g, f.seq), since(f));
 }
 
 // "ranks 0,2 wait in it since 12:03:04 UTC", after the operation was named.
@@ -127,9 +136,11 @@ std::string waiting_in_it(const Group& g, const Finding& f) {
                      f.waiting.size() == 1 ? "waits" : "wait", since(f));
 }
 
+}  // namespace
+
 std::string finding_text(const Job& job, const Finding& f) {
   const Group& g = job.groups[f.group];
-  const std::string op = f.call ? call_text(job, *f.call, f.seq) : fmt::format("#{}", f.seq);
+  const std::string op = f.call ? call_text(job, g, *f.call, f.seq) : position_text(g, f.seq);
   switch (f.rule) {
     case Rule::kMissing: {
       std::vector<int> ended;
@@ -168,12 +179,13 @@ std::string finding_text(const Job& job, const Finding& f) {
       return out;
     }
     case Rule::kDisagree: {
-      std::string out = fmt::format("DISAGREE on {} at #{}: ", where(g), f.seq);
+      std::string out = fmt::format("DISAGREE on {} at {}: ", where(g), position_text(g, f.seq));
       for (size_t i = 0; i < f.sides.size(); ++i) {
         const Side& s = f.sides[i];
-        out += fmt::format(
-            "{}{} called {}{}", i == 0 ? "" : (i + 1 == f.sides.size() ? " but " : "; "),
-            ranks_text(s.ranks, g.nranks), call_text(job, s.call, f.seq), site_text(job, s.site));
+        out += fmt::format("{}{} called {}{}",
+                           i == 0 ? "" : (i + 1 == f.sides.size() ? " but " : "; "),
+                           ranks_text(s.ranks, g.nranks), call_text(job, g, s.call, f.seq),
+                           site_text(job, s.site));
       }
       out += fmt::format(" (the {} differs): NCCL hangs or mixes data", f.field);
       if (f.later > 0) {
@@ -190,6 +202,10 @@ std::string finding_text(const Job& job, const Finding& f) {
                          where(g), waiting_text(job, g, f), ranks_text(f.ranks, g.nranks)) +
              lives_text(g, f);
     case Rule::kBelow:
+      if (f.after_disagreement) {
+        return fmt::format("WAITING on {}: {}, which follows from the disagreement above", where(g),
+                           waiting_text(job, g, f));
+      }
       return fmt::format(
           "BELOW NCCL on {}: {}, every rank started it and every process runs: what holds it is "
           "below the NCCL calls (a GPU, a link, the network). Next: the kernel log for Xid "
@@ -199,8 +215,6 @@ std::string finding_text(const Job& job, const Finding& f) {
   }
   return "";
 }
-
-}  // namespace
 
 std::string rank_set(std::vector<int> ranks, int nranks) {
   std::sort(ranks.begin(), ranks.end());
@@ -215,7 +229,7 @@ std::string rank_set(std::vector<int> ranks, int nranks) {
       rest.push_back(r);
     }
   }
-  if (rest.empty()) return fmt::format("0-{}", nranks - 1);
+  if (rest.empty()) return plain;
   // "except" where the ranks left out are few (a fifth at most) and break the set into runs.
   if (rest.size() * 4 > ranks.size() || run_count(rest) >= run_count(ranks)) return plain;
   return fmt::format("0-{} except {}", nranks - 1, runs(rest));
@@ -225,7 +239,7 @@ std::string ranks_text(const std::vector<int>& ranks, int nranks) {
   return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", rank_set(ranks, nranks));
 }
 
-std::string call_text(const Job& job, uint32_t call, uint64_t seq) {
+std::string call_text(const Job& job, const Group& g, uint32_t call, uint64_t seq) {
   const Call& c = job.call(call);
   std::string detail;
   const auto add = [&](const std::string& s) { detail += (detail.empty() ? "" : ", ") + s; };
@@ -235,7 +249,7 @@ std::string call_text(const Job& job, uint32_t call, uint64_t seq) {
   if (!c.redop.empty()) add(excerpt(c.redop, 20));
   if (c.root) add(fmt::format("root {}", *c.root));
   if (c.peer) add(fmt::format("peer {}", *c.peer));
-  return fmt::format("{} #{}{}", c.func.empty() ? "?" : excerpt(c.func, 40), seq,
+  return fmt::format("{} {}{}{}", c.func.empty() ? "?" : excerpt(c.func, 40), g.position, seq,
                      detail.empty() ? "" : " (" + detail + ")");
 }
 

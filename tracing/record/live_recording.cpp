@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <ctime>
 #include <iostream>
 
@@ -46,14 +48,45 @@ uint64_t LiveRecording::in_flight() const {
   return n;
 }
 
-std::string LiveRecording::standing() const {
-  const Standing s = where_everyone_stands(
-      reader_.recording(), {.now_wall_ns = nccl_profiler::clock_ns(CLOCK_REALTIME)});
+namespace {
+
+std::string this_host() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? name : "";
+}
+
+// The processes of this host as /proc shows them, by (host, pid).
+StandingOptions options_now(const Recording& rec, bool stuck, bool ended) {
+  StandingOptions o{.now_wall_ns = nccl_profiler::clock_ns(CLOCK_REALTIME),
+                    .job_ended = ended,
+                    .stuck = stuck,
+                    .lives = {}};
+  const std::string host = this_host();
+  for (const ProcessRecord& p : rec.processes) {
+    if (!p.proc || p.proc->host != host || host.empty()) continue;
+    o.lives[{p.proc->host, p.proc->pid}] = crossrank::life_of(proc::look_at(p.proc->pid));
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string LiveRecording::standing(bool stuck) const {
+  const Standing s =
+      where_everyone_stands(reader_.recording(), options_now(reader_.recording(), stuck, false));
   std::string text = render_standing_text(s);
   if (!broken_.empty()) {
     text += fmt::format("(the recording stopped being readable: {})\n", broken_);
   }
   return text;
+}
+
+std::optional<std::string> LiveRecording::fault_at_end() const {
+  if (!attached_ || !broken_.empty()) return std::nullopt;
+  const Standing s =
+      where_everyone_stands(reader_.recording(), options_now(reader_.recording(), true, true));
+  if (!s.verdict.error()) return std::nullopt;
+  return crossrank::render_text(s.job, s.verdict);
 }
 
 std::string LiveRecording::summary() const {
@@ -74,7 +107,7 @@ RecordHooks LiveRecording::hooks() {
           [this] { poll(); },
           [this] { return ended(); },
           [this] { return in_flight(); },
-          [this] { return standing(); },
+          [this](bool stuck) { return standing(stuck); },
           [this] { return summary(); }};
 }
 

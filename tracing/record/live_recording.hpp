@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "tracing/record/record_run.hpp"
@@ -24,7 +25,13 @@ class LiveRecording {
   void poll();
   uint64_t ended() const;      // operations ended, verified or not, over every process
   uint64_t in_flight() const;  // operations started and not ended
-  std::string standing() const;
+  // Where every rank stands (standing.hpp), with what /proc shows of the processes of this
+  // host; `stuck` as RecordHooks::standing.
+  std::string standing(bool stuck) const;
+  // Once the job has ended: whether the cross-rank verdict over what the monitor kept (each
+  // rank's latest kRecentEndedPerRank operations and those in flight) finds a fault, and its
+  // text.
+  std::optional<std::string> fault_at_end() const;
   std::string summary() const;
 
   // The hooks for run_recording; they refer to this object, which must outlive the run.

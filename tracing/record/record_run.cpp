@@ -83,9 +83,9 @@ class Meta {
 
 // Prints where every rank stands and keeps a copy in the recording.
 void report_standing(const RecordRequest& q, const RecordHooks& hooks, int& snapshots,
-                     const std::string& why) {
+                     const std::string& why, bool stuck) {
   hooks.poll();
-  const std::string text = hooks.standing();
+  const std::string text = hooks.standing(stuck);
   const std::string file = fmt::format("{}/standing-{}.txt", q.out_dir, ++snapshots);
   // The table is commtool's own rendering; what may be anyone's word (the --out path) is escaped.
   std::cerr << "commtool record: " << printable_message(why) << "\n"
@@ -290,7 +290,8 @@ RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
     ::poll(&p, 1, static_cast<int>(kTick.count()));
     for (auto c = trap.take_caught(); c.sig != 0; c = trap.take_caught()) {
       if (c.sig == SIGUSR1) {
-        report_standing(claimed, hooks, snapshots, "SIGUSR1: where every rank stands");
+        report_standing(claimed, hooks, snapshots, "SIGUSR1: where every rank stands",
+                        out.hang_detected);
       } else if (c.sig == SIGTERM || c.sig == SIGHUP) {
         // commtool is being stopped (a kill, a scheduler's cancel, a closed terminal): the job
         // goes with it, its whole tree, or its workers would hold their GPUs with no parent.
@@ -327,7 +328,8 @@ RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
         report_standing(claimed, hooks, snapshots,
                         fmt::format("no NCCL operation has completed for {:.1f} s with {} in "
                                     "flight: the job looks hung",
-                                    quiet, hooks.in_flight()));
+                                    quiet, hooks.in_flight()),
+                        true);
         if (q.kill_on_hang) {
           std::cerr << "commtool record: --kill-on-hang: ending the job (SIGTERM, then SIGKILL "
                        "after "
@@ -350,7 +352,8 @@ RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
   if (hooks.in_flight() > 0 && !out.hang_detected) {
     report_standing(claimed, hooks, snapshots,
                     fmt::format("the job ended with {} operation(s) started and never completed",
-                                hooks.in_flight()));
+                                hooks.in_flight()),
+                    true);
   }
   return out;
 }

@@ -47,11 +47,13 @@ struct RecordRequest {
 struct RecordHooks {
   // The recording's directory, once this run has claimed it; called before any other hook.
   std::function<void(const std::string& dir)> attach;
-  std::function<void()> poll;             // read what the processes have written since
-  std::function<uint64_t()> completed;    // operations ended so far, over every process
-  std::function<uint64_t()> in_flight;    // operations started and not yet ended
-  std::function<std::string()> standing;  // where every rank stands, now
-  std::function<std::string()> summary;   // one paragraph for the end of the run
+  std::function<void()> poll;           // read what the processes have written since
+  std::function<uint64_t()> completed;  // operations ended so far, over every process
+  std::function<uint64_t()> in_flight;  // operations started and not yet ended
+  // Where every rank stands, now; `stuck`: what is in flight will not finish by itself (a hang
+  // was seen, or the job is over), so the verdict says who holds it.
+  std::function<std::string(bool stuck)> standing;
+  std::function<std::string()> summary;  // one paragraph for the end of the run
 };
 
 struct RecordOutcome {

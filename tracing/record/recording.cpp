@@ -194,6 +194,9 @@ class Apply {
       }
       rank.ops.push_back(std::move(e));
       end_lines_[r].push_back(line_);
+    } else {
+      rank.recent.push_back(std::move(e));
+      if (rank.recent.size() > kRecentEndedPerRank) rank.recent.pop_front();
     }
     seen(std::max(e.enqueue.end_ns, e.seen ? e.seen->end_ns : e.enqueue.end_ns));
   }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -41,6 +42,9 @@ inline constexpr size_t kMaxLineBytes = 64 * 1024;
 // oldest are let go (RankRecord::forgotten): an end line lost to a drop must not grow the
 // in-flight set for the rest of a long job.
 inline constexpr size_t kMaxInFlightPerRank = 4096;
+// End lines Retention::kStanding keeps per rank, the latest: what the cross-rank comparison of
+// the hang monitor sees (a disagreement this many operations before a hang is still named).
+inline constexpr size_t kRecentEndedPerRank = 256;
 // CUPTI's work, wait and event lines Retention::kAll keeps, per end line it may keep: a few
 // dozen bytes each, so they weigh less than the operations they describe.
 inline constexpr uint64_t kCuptiLinesPerOperation = 16;
@@ -69,6 +73,7 @@ struct RankRecord {
   std::optional<nccl_profiler::EndLine> last_ended;  // the ended operation of highest index
   std::optional<int64_t> fin_ns;                     // when it was finalised
   std::vector<nccl_profiler::EndLine> ops;           // Retention::kAll: every end line, by index
+  std::deque<nccl_profiler::EndLine> recent;  // Retention::kStanding: the latest, as they came
 };
 
 // What the plugin's CUPTI layer wrote for one process (record --cupti).

@@ -82,65 +82,62 @@ RankStanding rank_standing(const RankRecord& r, const ProcessRecord& p, size_t p
   return s;
 }
 
-// How far a rank got: one past the highest operation index it started or ended.
-uint64_t reached(const RankStanding& r) {
-  uint64_t next = r.started;  // indexes count from 0, so start lines alone say this without drops
-  if (r.last_ended) next = std::max(next, r.last_ended->index + 1);
-  if (!r.in_flight.empty()) next = std::max(next, r.in_flight.back().op.index + 1);
-  return next;
+crossrank::Call call_of(const nccl_profiler::StartLine& s, int root) {
+  crossrank::Call c;
+  c.func = s.func;
+  c.p2p = s.kind == OpKind::kP2p;
+  c.count = s.count;
+  c.datatype = s.datatype;
+  if (c.p2p) {
+    c.peer = s.peer;
+  } else if (root >= 0 && (s.func == "Broadcast" || s.func == "Reduce")) {
+    c.root = root;
+  }
+  return c;
 }
 
-std::optional<Holdup> find_holdup(const CommStanding& c) {
-  std::optional<uint64_t> oldest;
-  for (const RankStanding& r : c.ranks) {
-    if (!r.in_flight.empty()) {
-      oldest = std::min(oldest.value_or(UINT64_MAX), r.in_flight.front().op.index);
-    }
+// The rank's process as far as the recording (its heartbeat) or the monitor can tell.
+crossrank::Life life_of(const ProcessStanding& p, const StandingOptions& o) {
+  if (auto it = o.lives.find({p.host, p.pid}); it != o.lives.end()) return it->second;
+  switch (p.state) {
+    case ProcessState::kRunning:
+      return {crossrank::Liveness::kRunning, ""};
+    case ProcessState::kStopped:
+      return {crossrank::Liveness::kSilent,
+              fmt::format("no heartbeat for {:.0f} s", std::max(1.0, p.quiet_s))};
+    case ProcessState::kExited:
+    case ProcessState::kSilent:
+      break;
   }
-  if (!oldest) return std::nullopt;
-  Holdup h;
-  bool first = true;
-  for (const RankStanding& r : c.ranks) {
-    auto it = std::find_if(r.in_flight.begin(), r.in_flight.end(),
-                           [&](const InFlightOp& op) { return op.op.index == *oldest; });
-    if (it != r.in_flight.end()) {
-      if (first) h.waited = it->op;
-      h.since_wall_ns = first ? it->since_wall_ns : std::min(h.since_wall_ns, it->since_wall_ns);
-      first = false;
-      h.waiting.push_back(r.rank);
-    } else if (reached(r) <= *oldest) {
-      h.behind.push_back(r.rank);
-    }
-  }
-  return h;
+  return {};
 }
 
-// The first field in which two operations at one index differ; empty when they agree. Only
-// collectives are compared: the two sides of a point-to-point exchange differ by design.
-std::string differing_field(const OpRef& a, const OpRef& b) {
-  if (a.kind != OpKind::kCollective || b.kind != OpKind::kCollective) return "";
-  if (a.func != b.func) return "func";
-  if (a.count != b.count) return "count";
-  if (a.datatype != b.datatype) return "datatype";
-  return "";
-}
-
-std::vector<Mismatch> find_mismatches(const CommStanding& c) {
-  std::map<uint64_t, std::vector<std::pair<int, OpRef>>> by_index;
-  for (const RankStanding& r : c.ranks) {
-    if (r.last_ended) by_index[r.last_ended->index].emplace_back(r.rank, *r.last_ended);
-    for (const InFlightOp& op : r.in_flight)
-      by_index[op.op.index].emplace_back(r.rank, op.op);
-  }
-  std::vector<Mismatch> out;
-  for (const auto& [index, ops] : by_index) {
-    for (size_t i = 1; i < ops.size(); ++i) {
-      std::string field = differing_field(ops[0].second, ops[i].second);
-      if (field.empty()) continue;
-      out.push_back(
-          {index, std::move(field), ops[0].first, ops[0].second, ops[i].first, ops[i].second});
-      break;  // one per operation: the first rank that disagrees with the lowest
-    }
+// One rank of the cross-rank job: its ended operations (all of them, or the latest the monitor
+// keeps) and those in flight, by index.
+crossrank::Rank job_rank(crossrank::Job& job, const RankRecord& r, const ProcessRecord& p,
+                         const ProcessStanding& ps, const StandingOptions& o) {
+  crossrank::Rank out;
+  out.rank = r.rank;
+  out.where = ps.host.empty() ? p.file : fmt::format("{} pid {}", ps.host, ps.pid);
+  out.finished = r.fin_ns.has_value();
+  out.life = life_of(ps, o);
+  const auto ended = [&](const nccl_profiler::EndLine& e) {
+    out.ops.push_back({.seq = e.op.index,
+                       .call = job.call(call_of(e.op, e.root)),
+                       .site = crossrank::kNoSite,
+                       .state = crossrank::OpState::kCompleted,
+                       .start_wall_ns = p.wall_ns(e.op.t_ns)});
+  };
+  for (const nccl_profiler::EndLine& e : r.ops)
+    ended(e);
+  for (const nccl_profiler::EndLine& e : r.recent)
+    ended(e);
+  for (const auto& [index, start] : r.in_flight) {
+    out.ops.push_back({.seq = index,
+                       .call = job.call(call_of(start, -1)),
+                       .site = crossrank::kNoSite,
+                       .state = crossrank::OpState::kStarted,
+                       .start_wall_ns = p.wall_ns(start.t_ns)});
   }
   return out;
 }
@@ -178,11 +175,28 @@ Standing where_everyone_stands(const Recording& rec, const StandingOptions& opti
         c.unseen.push_back(r);
       }
     }
-    c.holdup = find_holdup(c);
-    c.mismatches = find_mismatches(c);
     s.in_flight += c.in_flight;
     s.comms.push_back(std::move(c));
   }
+  s.job.stuck = options.stuck;
+  std::map<uint64_t, size_t> group_of;
+  for (const CommStanding& c : s.comms) {
+    group_of[c.comm] = s.job.groups.size();
+    s.job.groups.push_back({.id = fmt::format("{:016x}", c.comm),
+                            .name = c.name,
+                            .nranks = c.nranks,
+                            .position = "op ",
+                            .ranks = {}});
+  }
+  for (size_t i = 0; i < rec.processes.size(); ++i) {
+    const ProcessRecord& p = rec.processes[i];
+    for (const RankRecord& r : p.ranks) {
+      s.job.groups[group_of[r.comm]].ranks.push_back(
+          job_rank(s.job, r, p, s.processes[i], options));
+    }
+  }
+  crossrank::normalise(s.job);
+  s.verdict = crossrank::analyse(s.job);
   return s;
 }
 

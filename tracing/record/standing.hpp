@@ -4,27 +4,24 @@
 // job goes quiet; `commtool report` prints it for a recording that hung. Pure: the same
 // recording and "now" give the same standing anywhere.
 //
-// The rules, in the order the text gives them (the likeliest cause first):
-//   mismatch  two ranks ended or started the same operation (same index on the communicator)
-//             as different collectives, counts or types: NCCL waits forever or mixes data;
-//   stopped   a process's heartbeat (one alive line a second) is older than
-//             StandingOptions::heartbeat_lapse_s while it has operations in flight or
-//             communicators not finalised: it died or was killed (vs. exited: everything
-//             finalised; vs. running: heartbeat recent, stuck in NCCL if it waits);
-//   behind    on a communicator with operations in flight, the oldest operation any rank
-//             waits in (lowest index) is the one the others are held up in; the ranks that
-//             never started it are behind, named with the last operation they ended;
-//   unseen    ranks below the communicator's size that no process recorded (no plugin, or
-//             never joined).
-// An operation whose end line says complete=false ended without its kernel being seen to
-// finish: it counts as unverified, not in flight.
+// The verdict is the cross-rank analysis's (tracing/crossrank/crossrank.hpp) over the
+// recording's operations, by index on each communicator: every ended operation a report reads
+// (Retention::kAll), the latest kRecentEndedPerRank of each rank in the hang monitor
+// (Retention::kStanding), and those in flight. A process's state comes from its heartbeat (one
+// alive line a second): older than StandingOptions::heartbeat_lapse_s while it has operations
+// in flight or communicators not finalised, it has stopped (died, was killed, or is frozen);
+// the monitor, which can look at the processes of its own host, says which
+// (StandingOptions::lives). An operation whose end line says complete=false ended without its
+// kernel being seen to finish: it counts as unverified, not in flight.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tracing/crossrank/crossrank.hpp"
 #include "tracing/profiler/record_line.hpp"
 #include "tracing/record/recording.hpp"
 
@@ -34,6 +31,12 @@ struct StandingOptions {
   int64_t now_wall_ns = 0;         // "now", wall-clock ns since the epoch
   double heartbeat_lapse_s = 5.0;  // a heartbeat older than this: the process has stopped
   bool job_ended = false;          // the job is over: no process runs, however recent its heartbeat
+  // What is in flight is stuck (a hang was seen, or the job is over): the verdict then says who
+  // holds it. Otherwise only disagreements and ranks without records are findings.
+  bool stuck = false;
+  // What each process is doing, by (host, pid), where someone could look (the monitor, on its
+  // own host); the others' state is their heartbeat's.
+  std::map<std::pair<std::string, int64_t>, crossrank::Life> lives;
 };
 
 // What an operation was: enough to name it and to compare it across ranks.
@@ -85,32 +88,12 @@ struct ProcessStanding {
   std::optional<int64_t> first_drop_wall_ns;
 };
 
-// The ranks of a communicator held up in one operation by those that never started it.
-struct Holdup {
-  OpRef waited;               // as the lowest waiting rank started it
-  std::vector<int> waiting;   // ranks with it in flight
-  int64_t since_wall_ns = 0;  // the earliest of their starts
-  std::vector<int> behind;    // recorded ranks that never started it
-};
-
-// Two ranks that did different things at the same operation index.
-struct Mismatch {
-  uint64_t index = 0;
-  std::string field;  // "func", "count" or "datatype"
-  int rank_a = 0;
-  OpRef a;
-  int rank_b = 0;
-  OpRef b;
-};
-
 struct CommStanding {
   uint64_t comm = 0;
   std::string name;
-  int nranks = 0;                    // from its comm lines; 0 when none was recorded
-  std::vector<RankStanding> ranks;   // by rank
-  std::vector<int> unseen;           // ranks below nranks that no process recorded
-  std::optional<Holdup> holdup;      // when operations are in flight
-  std::vector<Mismatch> mismatches;  // by index
+  int nranks = 0;                   // from its comm lines; 0 when none was recorded
+  std::vector<RankStanding> ranks;  // by rank
+  std::vector<int> unseen;          // ranks below nranks that no process recorded
   uint64_t in_flight = 0;
 };
 
@@ -122,13 +105,17 @@ struct Standing {
   std::vector<ProcessStanding> processes;  // as Recording::processes
   std::vector<CommStanding> comms;         // by communicator id
   std::vector<std::string> warnings;       // the recording's
+  // The cross-rank verdict: one group per communicator (Standing::comms' order), positions are
+  // operation indexes ("AllReduce op 5").
+  crossrank::Job job;
+  crossrank::Verdict verdict;
 };
 
 Standing where_everyone_stands(const Recording& rec, const StandingOptions& options);
 
-// For an on-call engineer: the verdict first (mismatches, stopped processes, who holds whom
-// up, unseen ranks, or that nothing is in flight), then per communicator each rank's last and
-// in-flight operations, then the processes. Wall-clock times in UTC.
+// For an on-call engineer: the cross-rank verdict first (or that nothing is in flight), then per
+// communicator each rank's last and in-flight operations, then the processes. Wall-clock times
+// in UTC.
 std::string render_standing_text(const Standing& s);
 
 }  // namespace commtool::record

@@ -20,83 +20,6 @@ std::string plural(uint64_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
-std::string field_value(const OpRef& op, const std::string& field) {
-  if (field == "func") return excerpt(op.func, 40);
-  if (field == "count") return fmt::format("{}", op.count);
-  return excerpt(op.datatype, 40);
-}
-
-std::string mismatch_sentence(const CommStanding& c, const Mismatch& m) {
-  return fmt::format(
-      "MISMATCH on communicator {}: operation {} has {} {} at rank {} but {} {} at rank {}: NCCL "
-      "waits forever or mixes data",
-      comm_label(c.comm, c.name), m.index, m.field, field_value(m.a, m.field), m.rank_a, m.field,
-      field_value(m.b, m.field), m.rank_b);
-}
-
-// "its last op was AllReduce #1041, ended at 12:03:04" for one rank behind; per rank for more.
-std::string last_ops_of(const CommStanding& c, const std::vector<int>& ranks) {
-  std::string out;
-  for (int rank : ranks) {
-    const RankStanding* r = nullptr;
-    for (const RankStanding& x : c.ranks)
-      if (x.rank == rank) r = &x;
-    const std::string who = ranks.size() == 1 ? "its" : fmt::format("rank {}'s", rank);
-    if (!out.empty()) out += "; ";
-    if (r == nullptr || !r->last_ended) {
-      out += fmt::format("{} no operation ended", ranks.size() == 1 ? "it had" : who);
-    } else {
-      out += fmt::format("{} last op was {}, ended at {}{}", who, op_label(*r->last_ended),
-                         utc_clock(r->last_ended_wall_ns),
-                         r->last_ended_complete ? "" : " (unverified)");
-    }
-  }
-  return out;
-}
-
-std::string holdup_sentence(const Standing& s, const CommStanding& c, const Holdup& h) {
-  const std::string where = fmt::format("communicator {} ({} ranks)", comm_label(c.comm, c.name),
-                                        c.nranks > 0 ? fmt::format("{}", c.nranks) : "?");
-  const std::string waited = op_label(h.waited);
-  const std::string waiting =
-      fmt::format("{} {} waited in {} since {} ({})", ranks_phrase(h.waiting),
-                  h.waiting.size() == 1 ? "has" : "have", waited, utc_clock(h.since_wall_ns),
-                  seconds_text(static_cast<double>(s.now_wall_ns - h.since_wall_ns) / 1e9));
-  if (!h.behind.empty()) {
-    return fmt::format("{}: {} never started {} - {}; {}", where, ranks_phrase(h.behind), waited,
-                       last_ops_of(c, h.behind), waiting);
-  }
-  for (const Mismatch& m : c.mismatches) {
-    if (m.index == h.waited.index) {
-      return fmt::format("{}: {}; the ranks disagree on what it is (the MISMATCH above)", where,
-                         waiting);
-    }
-  }
-  std::vector<int> stopped;  // waiting ranks whose process is gone: they will never finish
-  for (const RankStanding& r : c.ranks) {
-    if (s.processes[r.process].state == ProcessState::kStopped &&
-        std::find(h.waiting.begin(), h.waiting.end(), r.rank) != h.waiting.end()) {
-      stopped.push_back(r.rank);
-    }
-  }
-  if (!stopped.empty()) {
-    return fmt::format(
-        "{}: {}; {} started it in a process that stopped (above) and will never "
-        "finish it",
-        where, waiting, ranks_phrase(stopped));
-  }
-  if (!c.unseen.empty()) {
-    return fmt::format(
-        "{}: {}; {} never recorded on it (no plugin in its process, or it never "
-        "joined)",
-        where, waiting, ranks_phrase(c.unseen));
-  }
-  return fmt::format(
-      "{}: {}; every recorded rank started it, so none is behind: what holds it "
-      "is below the NCCL calls (a GPU, a link, the network)",
-      where, waiting);
-}
-
 // "rank 1 of communicator 00000000deadbeef" for each rank the process holds.
 std::string ranks_held(const Standing& s, size_t process) {
   std::vector<std::string> held;
@@ -115,35 +38,27 @@ std::string ranks_held(const Standing& s, size_t process) {
 }
 
 std::string verdict(const Standing& s) {
+  if (!s.verdict.findings.empty()) return crossrank::render_text(s.job, s.verdict);
+  // Nothing the ranks disagree on or wait for: what is left to say is about processes.
   std::string out;
-  for (const CommStanding& c : s.comms)
-    for (const Mismatch& m : c.mismatches)
-      out += mismatch_sentence(c, m) + "\n";
   for (size_t i = 0; i < s.processes.size(); ++i) {
     const ProcessStanding& p = s.processes[i];
     if (p.state != ProcessState::kStopped) continue;
     out += fmt::format(
-        "STOPPED: process {}{} has sent no heartbeat for {}{}: it died or was killed\n",
+        "STOPPED: process {}{} has sent no heartbeat for {}{}: it died, was killed or is "
+        "frozen\n",
         process_label(p), ranks_held(s, i), seconds_text(p.quiet_s),
         p.in_flight > 0
             ? fmt::format(" with {} in flight", plural(p.in_flight, "operation", "operations"))
             : " without finalising its communicators");
   }
-  for (const CommStanding& c : s.comms) {
-    if (c.holdup) {
-      out += holdup_sentence(s, c, *c.holdup) + "\n";
-    } else if (!c.unseen.empty()) {
-      out += fmt::format(
-          "communicator {} ({} ranks): {} never recorded on it (no plugin in its "
-          "process, or it never joined)\n",
-          comm_label(c.comm, c.name), c.nranks, ranks_phrase(c.unseen));
-    }
+  if (!out.empty()) return out;
+  if (s.processes.empty()) return "No process has recorded anything yet.\n";
+  if (s.in_flight > 0) {
+    return fmt::format("{} in flight, none stuck so far, and no rank disagrees with another.\n",
+                       plural(s.in_flight, "operation", "operations"));
   }
-  if (out.empty()) {
-    out = s.processes.empty() ? "No process has recorded anything yet.\n"
-                              : "Nothing in flight: every operation started has ended.\n";
-  }
-  return out;
+  return "Nothing in flight: every operation started has ended.\n";
 }
 
 std::string rank_line(const Standing& s, const RankStanding& r) {
