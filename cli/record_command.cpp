@@ -98,8 +98,10 @@ int run_record_command(const GlobalOptions& global, const RecordOptions& o, CLI:
   // A fault the ranks show is the exit status (5), whatever the job's: a job that hung was
   // probably killed, and one whose ranks disagreed may well have exited 0 with wrong results.
   const std::optional<std::string> fault = live.fault_at_end();
-  if (fault) {
-    std::cerr << "commtool record: at the end of the job:\n" << *fault;
+  // Said again last, unless the standing the job's end printed just above says it already.
+  const bool just_said = live.in_flight() > 0 && !outcome.hang_detected;
+  if (fault && !just_said) {
+    std::cerr << "commtool record: at the end of the job:\n" << printable_message(*fault);
   }
   if (fault || outcome.hang_detected) {
     if (outcome.status != 0) {

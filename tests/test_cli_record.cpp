@@ -16,7 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "cli_run.hpp"
+#include "recording_builder.hpp"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -301,4 +304,28 @@ TEST(CliRecord, AnOutNameWithControlCharactersIsPrintedEscaped) {
   EXPECT_TRUE(fs::exists(fs::path(dir) / "record.json"));
   EXPECT_FALSE(contains(r.out, "\x1b")) << r.out;
   EXPECT_TRUE(contains(r.out, "a\\x1b[31mb")) << r.out;
+}
+
+// A job whose processes leave operations in flight that never end (the lines are written as the
+// plugin writes them): its exit status was 0, commtool's is 5, with the verdict said last.
+TEST(CliRecord, AFaultTheRanksShowIsExitFiveWhateverTheJobsStatus) {
+  using namespace commtool::testing;
+  TempDir tmp;
+  const fs::path lines = tmp.path / "lines";
+  fs::create_directory(lines);
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ofstream(lines / fmt::format("node-a-{}.jsonl", 10 + rank))
+        << lines_of({proc_line(10 + rank), comm_line(0xc0ffee, rank, 2),
+                     start_line(0xc0ffee, rank, 0, kMono0, rank == 0 ? "AllReduce" : "Broadcast")});
+  }
+  const std::string dir = (tmp.path / "rec").string();
+  const Result r = run("record --out " + dir + " -- sh -c 'cp " + lines.string() +
+                       "/*.jsonl \"$COMMTOOL_RECORD_DIR/procs/\"; exit 0'");
+  EXPECT_EQ(r.code, 5) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "DISAGREE on communicator 0000000000c0ffee (2 ranks) at op 0: "
+                       "rank 0 called AllReduce op 0"))
+      << r.out;
+  // Nothing recorded, nothing wrong: the job's status stays.
+  EXPECT_EQ(run("record --out " + (tmp.path / "quiet").string() + " -- true").code, 0);
 }
