@@ -454,6 +454,21 @@ TEST(WorkersBoard, RankBusyInOneStepIsStoppedLongBeforeTheGroupTimeout) {
   EXPECT_LT(took, 5s);
 }
 
+TEST(WorkersBoard, AStoppedWorkerIsNamedRatherThanTheFirstRankPastItsBound) {
+  GroupOutcome outcome = run_with_short_step({{"name", "test-frozen"}, {"victim", 2}});
+  ASSERT_TRUE(outcome.failure);
+  EXPECT_EQ(outcome.failure->code, ExitCode::kTimeout);
+  EXPECT_EQ(outcome.failure->rank, 2) << outcome.failure->what;
+  EXPECT_EQ(outcome.failure->what.rfind("rank 2 (GPU ", 0), 0u) << outcome.failure->what;
+  EXPECT_TRUE(contains(outcome.failure->what.substr(0, outcome.failure->what.find('\n')),
+                       "'s process is stopped by a signal (SIGSTOP, SIGTSTP): it cannot take "
+                       "part in the operation the other ranks wait in with it"))
+      << outcome.failure->what;
+  EXPECT_TRUE(contains(outcome.failure->what, "; its process is stopped by a signal"))
+      << outcome.failure->what;
+  expect_nothing_left_behind(outcome);
+}
+
 TEST(WorkersBoard, RanksThatEnqueuedDifferentOperationsFailTheGroupWithExitCode5) {
   GroupOutcome outcome = run_with_short_step({{"name", "test-diverge"}, {"victim", 1}});
   ASSERT_TRUE(outcome.failure);

@@ -68,6 +68,19 @@ nlohmann::json busy_hang(WorkerContext& context, const nlohmann::json& task) {
   return {{"rank", context.rank}};
 }
 
+// Every rank enqueues and starts seq 0 and waits in it, inside a bounded step; the victim stops
+// itself there (SIGSTOP, as a debugger or a `kill -STOP` would): the others wait for it past
+// the bound, and the one to name is the victim, not the first rank past its bound.
+nlohmann::json frozen(WorkerContext& context, const nlohmann::json& task) {
+  context.progress.phase(Phase::kRunning);
+  context.progress.enqueued(0, "allreduce float sum", 8);
+  context.progress.started(0);
+  context.progress.busy();
+  if (is_victim(context, task)) ::raise(SIGSTOP);
+  context.comm.barrier();
+  return {{"rank", context.rank}};
+}
+
 // Every rank enqueues seq 0 as an 8-element allreduce, except the victim, which enqueues 4
 // elements and never reaches the barrier the others wait in: a collective mismatch.
 nlohmann::json diverge(WorkerContext& context, const nlohmann::json& task) {
@@ -104,6 +117,7 @@ void register_test_tasks() {
   register_task("test-error", error);
   register_task("test-busy-hang", busy_hang);
   register_task("test-diverge", diverge);
+  register_task("test-frozen", frozen);
   register_task("test-env", env);
 }
 

@@ -98,6 +98,8 @@ class Group {
   void report_stall();
   void check_board();
   void explain_failure();
+  // What each worker's process is doing now (none for one that has ended), by rank.
+  std::vector<std::optional<proc::ProcessLook>> look_at_workers() const;
   void fail(int rank, std::string what, ExitCode code);
   std::string name(int rank) const;
 
@@ -108,8 +110,9 @@ class Group {
   PrivateDir dir_;
   ProgressBoard board_;
   UniqueFd listener_;
-  std::vector<ChildProcess> children_;   // by rank
-  std::vector<Connection> connections_;  // by rank
+  std::vector<ChildProcess> children_;                   // by rank
+  std::vector<std::optional<proc::ProcessLook>> looks_;  // at the failure, when looked at
+  std::vector<Connection> connections_;                  // by rank
   std::vector<Pending> pending_;
   Rendezvous rendezvous_;
   std::string task_;
@@ -397,6 +400,14 @@ void Group::report_stall() {
        ExitCode::kTimeout);
 }
 
+std::vector<std::optional<proc::ProcessLook>> Group::look_at_workers() const {
+  std::vector<std::optional<proc::ProcessLook>> looks;
+  for (const ChildProcess& child : children_) {
+    looks.push_back(child.running() ? std::optional(proc::look_at(child.pid())) : std::nullopt);
+  }
+  return looks;
+}
+
 void Group::check_board() {
   const std::vector<RankProgress> ranks = board_.read_all();
   if (std::optional<Divergence> d = first_divergence(ranks)) {
@@ -405,6 +416,15 @@ void Group::check_board() {
   const int64_t now = monotonic_now_ns();
   for (const RankProgress& p : ranks) {
     if (stuck_in_step(p, step_, now)) {
+      // The first rank past its bound is a symptom when another's process cannot run at all
+      // (stopped, in a debugger, in uninterruptible sleep): that one holds the others.
+      looks_ = look_at_workers();
+      if (const std::vector<int> held = ranks_that_cannot_run(looks_); !held.empty()) {
+        return fail(
+            held.front(),
+            cannot_run_text(name(held.front()), *looks_[static_cast<std::size_t>(held.front())]),
+            ExitCode::kTimeout);
+      }
       return fail(p.rank, stuck_in_step_text(name(p.rank), step_), ExitCode::kTimeout);
     }
   }
@@ -426,7 +446,8 @@ void Group::explain_failure() {
   std::vector<std::string> names;
   for (int r = 0; r < size(); ++r)
     names.push_back(name(r));
-  failure_->what += "\n" + explain_progress(ranks, names, monotonic_now_ns(), shared_gpu_);
+  if (looks_.empty()) looks_ = look_at_workers();
+  failure_->what += "\n" + explain_progress(ranks, names, monotonic_now_ns(), shared_gpu_, looks_);
 }
 
 void Group::fail(int rank, std::string what, ExitCode code) {

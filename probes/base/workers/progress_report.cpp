@@ -190,18 +190,45 @@ std::string describe(const Divergence& d) {
       d.seq, others, rank_list(d.majority), op_text(d.expected));
 }
 
+std::vector<int> ranks_that_cannot_run(const std::vector<std::optional<proc::ProcessLook>>& looks) {
+  std::vector<int> out;
+  for (size_t r = 0; r < looks.size(); ++r) {
+    if (looks[r] && looks[r]->state != proc::RunState::kRunning &&
+        looks[r]->state != proc::RunState::kGone) {
+      out.push_back(static_cast<int>(r));
+    }
+  }
+  return out;
+}
+
+std::string cannot_run_text(const std::string& name, const proc::ProcessLook& look) {
+  return fmt::format(
+      "{}'s process is {}: it cannot take part in the operation the other ranks wait in with it",
+      name, proc::describe(look));
+}
+
 std::string explain_progress(const std::vector<RankProgress>& ranks,
-                             const std::vector<std::string>& names, int64_t now_ns,
-                             bool shared_gpu) {
+                             const std::vector<std::string>& names, int64_t now_ns, bool shared_gpu,
+                             const std::vector<std::optional<proc::ProcessLook>>& looks) {
+  const auto name_of = [&](int rank) {
+    return static_cast<size_t>(rank) < names.size() ? names[static_cast<size_t>(rank)]
+                                                    : fmt::format("rank {}", rank);
+  };
   std::string out = "where each rank stood (commtool's progress board):";
   for (const RankProgress& p : ranks) {
-    const std::string name = static_cast<size_t>(p.rank) < names.size()
-                                 ? names[static_cast<size_t>(p.rank)]
-                                 : fmt::format("rank {}", p.rank);
-    out += fmt::format("\n  {}: {}", name, rank_line(p, now_ns));
+    out += fmt::format("\n  {}: {}", name_of(p.rank), rank_line(p, now_ns));
+    if (static_cast<size_t>(p.rank) < looks.size() && looks[static_cast<size_t>(p.rank)] &&
+        looks[static_cast<size_t>(p.rank)]->state != proc::RunState::kRunning) {
+      out +=
+          fmt::format("; its process is {}", proc::describe(*looks[static_cast<size_t>(p.rank)]));
+    }
   }
+  const std::vector<int> held = ranks_that_cannot_run(looks);
   if (std::optional<Divergence> d = first_divergence(ranks)) {
     out += "\n  cause: " + describe(*d);
+  } else if (!held.empty()) {
+    for (int r : held)
+      out += "\n  cause: " + cannot_run_text(name_of(r), *looks[static_cast<size_t>(r)]);
   } else if (std::string b = behind(ranks); !b.empty()) {
     out += "\n  behind: " + b;
     if (shared_gpu && b.find("never started") != std::string::npos) {

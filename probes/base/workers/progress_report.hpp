@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "probes/base/process_look.hpp"
 #include "probes/base/workers/progress_board.hpp"
 
 namespace commtool::workers {
@@ -27,9 +28,18 @@ std::string describe(const Divergence& d);
 // The account appended to a failure: one line per rank (`names` by rank, "rank 1 (GPU 0)"),
 // then which rank is behind and why, when the board can tell. `shared_gpu`: some ranks share a
 // GPU, where one rank's GPU work can wait behind another's, so "not started" may be innocent.
+// `looks`, by rank where the launcher could look: what each worker's process was doing when
+// the group failed; a process that cannot run (stopped, traced, in uninterruptible sleep, a
+// zombie) is named on its line and, when the ranks do not disagree, as the cause.
 std::string explain_progress(const std::vector<RankProgress>& ranks,
                              const std::vector<std::string>& names, int64_t now_ns,
-                             bool shared_gpu = false);
+                             bool shared_gpu = false,
+                             const std::vector<std::optional<proc::ProcessLook>>& looks = {});
+
+// The ranks whose process cannot run, by `looks` (as explain_progress's).
+std::vector<int> ranks_that_cannot_run(const std::vector<std::optional<proc::ProcessLook>>& looks);
+// "rank 1 (GPU 0)'s process is stopped by a signal (SIGSTOP, SIGTSTP): ..."
+std::string cannot_run_text(const std::string& name, const proc::ProcessLook& look);
 
 // A rank busy in one bounded step (its `busy_since_ns` set) is stuck once it has been there for
 // the step's bound plus this grace: enough for the worker's own timeout path (ncclCommAbort, its
