@@ -124,7 +124,7 @@ Runner register_record(CLI::App& app, const GlobalOptions& global) {
   cmd->prefix_command();  // everything from the first argument that is not ours is the job's
   cmd->add_option("command", o->command,
                   "The job and its arguments, after --, passed unchanged (the exit status is "
-                  "the job's)")
+                  "the job's, or 5 for a hang, ranks that disagree or a rank missing)")
       ->type_name("-- CMD [ARG...]");
   cmd->add_option("--out", o->out_dir,
                   "The recording's directory: new, or empty (default "
