@@ -5,7 +5,9 @@
 # on, NCCL's logs, and NCCL's RAS asked while it hangs, to keep what a job commtool did not launch
 # leaves (fixtures), with PyTorch's own Flight Recorder analyser run over the dumps.
 #   scripts/gpu-diverge.sh [OUT_DIR]       PARTS: record,alone,trace (default all)
-# CASES: the cases (default every one of diverge.py's). A table is printed last.
+# CASES: the cases (default every one of diverge.py's); ALONE_CASES: those run alone (default
+# CASES). PACK=FILE: after each case everything is packed into FILE (a .tgz), for a machine that
+# gives back few files. A table is printed last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$(realpath -m "${1:-${OUT:-gpu-diverge-out}}")
@@ -15,8 +17,13 @@ job=(python3 "$(pwd)/tests/torch/diverge.py" --nproc 3)
 cases=${CASES:-clean func gather size dtype redop root skip extra exit stop sleep}
 parts=${PARTS:-record,alone,trace}
 export NCCL_NVLS_ENABLE=0
+alone_cases=${ALONE_CASES:-$cases}
 table=()
 now() { date +%s.%N; }
+pack() {  # everything so far into $PACK, the table beside the logs
+  printf '%s\n' "${table[@]}" > "$out/table.txt"
+  [[ -n ${PACK:-} ]] && tar -czf "$PACK.tmp" -C "$(dirname "$out")" "$(basename "$out")" && mv "$PACK.tmp" "$PACK"
+}
 { date -u; nvidia-smi -L; python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'; } > "$out/machine.txt" 2>&1
 
 if [[ $parts == *record* ]]; then
@@ -30,13 +37,14 @@ if [[ $parts == *record* ]]; then
     t1=$(now)
     "$bin" report "$d" > "$out/rec-$c-report.txt" 2>&1; rrc=$?
     "$bin" report "$d" --json > "$out/rec-$c-report.json" 2>/dev/null
-    first=$(grep -m1 -E 'MISMATCH|STOPPED|never started|below the NCCL|HANG|No hang|straggler' "$out/rec-$c-report.txt" | cut -c1-150)
+    first=$(grep -m1 -E 'MISSING|DISAGREE|BEHIND|HELD|BELOW|WAITING|MISMATCH|STOPPED|No hang|STRAGGLER' "$out/rec-$c-report.txt" | cut -c1-150)
     table+=("$(printf 'record %-7s rc %-3s %5.1f s  report rc %s  %s' "$c" "$rc" "$(awk "BEGIN{print $t1-$t0}")" "$rrc" "$first")")
+    pack
   done
 fi
 
 if [[ $parts == *alone* ]]; then
-  for c in $cases; do
+  for c in $alone_cases; do
     d=$out/alone-$c
     rm -rf "$d"; mkdir -p "$d/fr" "$d/ras" "$d/nccl"
     t0=$(now)
@@ -52,6 +60,7 @@ if [[ $parts == *alone* ]]; then
      done) > "$d/fr_trace.txt" 2>&1
     table+=("$(printf 'alone  %-7s rc %-3s %5.1f s  fr files %s  ras %s B  logs %s' "$c" "$rc" "$(awk "BEGIN{print $t1-$t0}")" \
       "$(ls "$d/fr" | wc -l)" "$(cat "$d"/ras/* 2>/dev/null | wc -c)" "$(ls "$d/nccl" | wc -l)")")
+    pack
   done
 fi
 
@@ -64,7 +73,8 @@ if [[ $parts == *trace* ]]; then
   [[ -n $w ]] && kill -STOP "$w"
   wait $tp; rc=$?
   [[ -n $w ]] && kill -CONT "$w" 2>/dev/null
-  table+=("trace-stop rc $rc worker $w: $(grep -m1 -iE 'stopped|rank' "$out/trace-stop.txt" | cut -c1-150)")
+  table+=("trace-stop rc $rc worker $w: $(grep -m1 -E 'process is' "$out/trace-stop.txt" | cut -c1-200)")
 fi
 
-printf '%s\n' "${table[@]}" | tee "$out/table.txt"
+pack
+cat "$out/table.txt"
