@@ -102,9 +102,10 @@ struct Rank {
 };
 
 struct Group {
-  std::string id;    // the communicator's id or the process group's
-  std::string name;  // the application's name for it, if any
-  int nranks = 0;    // 0: unknown
+  std::string id;                     // the communicator's id or the process group's
+  std::string name;                   // the application's name for it, if any
+  int nranks = 0;                     // 0: unknown
+  std::string kind = "communicator";  // what the text calls it: "communicator", "process group"
   // How a position is written before its number: "#" ("AllReduce #12", a sequence number the
   // application's tools show too) or "op " ("AllReduce op 12", an index of commtool's own).
   std::string position = "#";
@@ -123,6 +124,8 @@ class Job {
   // or the job is over. Otherwise (a job still running normally) an operation in flight is just
   // in progress, and only disagreements and ranks without records are findings.
   bool stuck = false;
+  // What a rank without records means for this kind of artifact.
+  std::string absent_means = "no recorder in its process, or it never joined";
 
  private:
   std::vector<Call> calls_;

@@ -42,7 +42,7 @@ std::string group_label(const Group& g) {
 }
 
 std::string where(const Group& g) {
-  return fmt::format("communicator {} ({} ranks)", group_label(g),
+  return fmt::format("{} {} ({} ranks)", g.kind, group_label(g),
                      g.nranks > 0 ? fmt::format("{}", g.nranks) : "?");
 }
 
@@ -148,10 +148,8 @@ std::string finding_text(const Job& job, const Finding& f) {
                           std::back_inserter(ended));
       std::string out = fmt::format("MISSING on {}: ", where(g));
       if (!f.no_records.empty()) {
-        out += fmt::format("{} {} no records (no recorder in {} process, or never joined)",
-                           ranks_text(f.no_records, g.nranks),
-                           f.no_records.size() == 1 ? "has" : "have",
-                           f.no_records.size() == 1 ? "its" : "their");
+        out += fmt::format("{} {} no records ({})", ranks_text(f.no_records, g.nranks),
+                           f.no_records.size() == 1 ? "has" : "have", job.absent_means);
       }
       if (!ended.empty()) {
         if (!f.no_records.empty()) out += "; ";

@@ -185,6 +185,7 @@ Standing where_everyone_stands(const Recording& rec, const StandingOptions& opti
     s.job.groups.push_back({.id = fmt::format("{:016x}", c.comm),
                             .name = c.name,
                             .nranks = c.nranks,
+                            .kind = "communicator",
                             .position = "op ",
                             .ranks = {}});
   }

@@ -1,0 +1,362 @@
+#include "probes/base/pickle.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "probes/base/error.hpp"
+
+namespace commtool::pickle {
+
+namespace {
+
+using nlohmann::json;
+
+// A value the pickle built. Containers hold the indexes of their items, so that a memoised
+// container that is filled later is seen filled wherever it is referenced.
+struct Node {
+  enum Kind { kScalar, kList, kTuple, kDict } kind = kScalar;
+  json scalar;
+  std::vector<uint32_t> items;  // kDict: key, value, key, value ...
+};
+
+class Machine {
+ public:
+  Machine(std::string_view bytes, const PickleLimits& limits) : in_(bytes), limits_(limits) {}
+
+  json run() {
+    for (;;) {
+      const size_t at = pos_;
+      const auto op = static_cast<unsigned char>(take(1)[0]);
+      if (step(op, at)) break;
+    }
+    if (stack_.size() != 1 || !marks_.empty()) {
+      fail(pos_, fmt::format("STOP with {} values on the stack (one expected)", stack_.size()));
+    }
+    uint64_t emitted = 0;
+    return to_json(stack_.back(), 0, emitted);
+  }
+
+ private:
+  [[noreturn]] void fail(size_t at, const std::string& why) const {
+    throw usage_error(fmt::format("pickle byte {}: {}", at, why));
+  }
+
+  std::string_view take(size_t n) {
+    if (n > in_.size() - pos_) fail(pos_, fmt::format("cut off ({} more bytes expected)", n));
+    std::string_view out = in_.substr(pos_, n);
+    pos_ += n;
+    return out;
+  }
+
+  uint64_t little(size_t n) {
+    const std::string_view b = take(n);
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i)
+      v |= static_cast<uint64_t>(static_cast<unsigned char>(b[i])) << (8 * i);
+    return v;
+  }
+
+  uint32_t add(Node n) {
+    if (nodes_.size() >= limits_.max_values) {
+      fail(pos_, fmt::format("more than {} values", limits_.max_values));
+    }
+    nodes_.push_back(std::move(n));
+    return static_cast<uint32_t>(nodes_.size() - 1);
+  }
+  void push_scalar(json v) { stack_.push_back(add({Node::kScalar, std::move(v), {}})); }
+  void push_container(Node::Kind k) { stack_.push_back(add({k, nullptr, {}})); }
+
+  uint32_t pop(size_t at) {
+    if (stack_.empty() || (!marks_.empty() && stack_.size() == marks_.back())) {
+      fail(at, "a value was taken from an empty stack");
+    }
+    const uint32_t v = stack_.back();
+    stack_.pop_back();
+    return v;
+  }
+  uint32_t top(size_t at) const {
+    if (stack_.empty()) fail(at, "the stack is empty");
+    return stack_.back();
+  }
+  // The values above the last MARK, taken off with it.
+  std::vector<uint32_t> since_mark(size_t at) {
+    if (marks_.empty()) fail(at, "no MARK to take values to");
+    const size_t m = marks_.back();
+    marks_.pop_back();
+    std::vector<uint32_t> out(stack_.begin() + static_cast<ptrdiff_t>(m), stack_.end());
+    stack_.resize(m);
+    return out;
+  }
+  Node& container(uint32_t id, Node::Kind kind, size_t at, const char* op) {
+    Node& n = nodes_[id];
+    if (n.kind != kind)
+      fail(at, fmt::format("{} on a value that is not a {}", op,
+                           kind == Node::kDict ? "dict" : "list"));
+    return n;
+  }
+  void add_items(Node& n, const std::vector<uint32_t>& items) {
+    if (n.items.size() + items.size() > limits_.max_values) {
+      fail(pos_, fmt::format("more than {} values", limits_.max_values));
+    }
+    n.items.insert(n.items.end(), items.begin(), items.end());
+  }
+  void memo_put(uint64_t key, size_t at) {
+    if (key >= limits_.max_memo) fail(at, fmt::format("memo index {} is too large", key));
+    if (memo_.size() <= key) memo_.resize(key + 1, UINT32_MAX);
+    memo_[key] = top(at);
+  }
+  void memo_get(uint64_t key, size_t at) {
+    if (key >= memo_.size() || memo_[key] == UINT32_MAX) {
+      fail(at, fmt::format("memo index {} was never stored", key));
+    }
+    stack_.push_back(memo_[key]);
+  }
+  void text(std::string_view s) { push_scalar(std::string(s)); }
+  void integer(uint64_t n, bool negative) {
+    if (negative) {
+      push_scalar(static_cast<int64_t>(n));
+    } else {
+      push_scalar(n);
+    }
+  }
+  // LONG1/LONG4: little-endian two's complement of n bytes.
+  void long_int(size_t n, size_t at) {
+    if (n > 8) fail(at, fmt::format("an integer of {} bytes (at most 8 are read)", n));
+    if (n == 0) return push_scalar(0);
+    const uint64_t raw = little(n);
+    const bool negative = (raw >> (8 * n - 1)) & 1;
+    if (n == 8) {
+      if (negative) return push_scalar(static_cast<int64_t>(raw));
+      return push_scalar(raw);
+    }
+    const uint64_t v = negative ? raw | (~uint64_t{0} << (8 * n)) : raw;
+    integer(v, negative);
+  }
+
+  // Runs one opcode; true at STOP.
+  bool step(unsigned char op, size_t at) {
+    switch (op) {
+      case 0x80:  // PROTO
+        if (static_cast<unsigned char>(take(1)[0]) > 5) fail(at, "a protocol above 5");
+        return false;
+      case 0x95:  // FRAME: a length hint
+        take(8);
+        return false;
+      case '.':  // STOP
+        return true;
+      case '(':  // MARK
+        if (marks_.size() >= static_cast<size_t>(limits_.max_depth) * 4) {
+          fail(at, "MARKs nested too deep");
+        }
+        marks_.push_back(stack_.size());
+        return false;
+      case '}':
+        push_container(Node::kDict);
+        return false;
+      case ']':
+        push_container(Node::kList);
+        return false;
+      case ')':
+        push_container(Node::kTuple);
+        return false;
+      case 0x8f:  // EMPTY_SET: as a list
+        push_container(Node::kList);
+        return false;
+      case 't': {  // TUPLE
+        const std::vector<uint32_t> items = since_mark(at);
+        push_container(Node::kTuple);
+        add_items(nodes_[stack_.back()], items);
+        return false;
+      }
+      case 0x91: {  // FROZENSET
+        const std::vector<uint32_t> items = since_mark(at);
+        push_container(Node::kList);
+        add_items(nodes_[stack_.back()], items);
+        return false;
+      }
+      case 0x85:
+      case 0x86:
+      case 0x87: {  // TUPLE1..3
+        const size_t n = op - 0x84;
+        std::vector<uint32_t> items(n);
+        for (size_t i = n; i > 0; --i)
+          items[i - 1] = pop(at);
+        push_container(Node::kTuple);
+        add_items(nodes_[stack_.back()], items);
+        return false;
+      }
+      case 'a': {  // APPEND
+        const uint32_t v = pop(at);
+        add_items(container(top(at), Node::kList, at, "APPEND"), {v});
+        return false;
+      }
+      case 'e':     // APPENDS
+      case 0x90: {  // ADDITEMS
+        const std::vector<uint32_t> items = since_mark(at);
+        add_items(container(top(at), Node::kList, at, "APPENDS"), items);
+        return false;
+      }
+      case 's': {  // SETITEM
+        const uint32_t v = pop(at);
+        const uint32_t k = pop(at);
+        add_items(container(top(at), Node::kDict, at, "SETITEM"), {k, v});
+        return false;
+      }
+      case 'u': {  // SETITEMS
+        const std::vector<uint32_t> items = since_mark(at);
+        if (items.size() % 2 != 0) fail(at, "SETITEMS with a key and no value");
+        add_items(container(top(at), Node::kDict, at, "SETITEMS"), items);
+        return false;
+      }
+      case 'X':
+        text(take(little(4)));
+        return false;
+      case 0x8c:
+        text(take(little(1)));
+        return false;
+      case 0x8d:
+        text(take(little(8)));
+        return false;
+      case 'C':  // SHORT_BINBYTES, and the other byte strings: as text
+      case 'U':
+        text(take(little(1)));
+        return false;
+      case 'B':
+      case 'T':
+        text(take(little(4)));
+        return false;
+      case 0x8e:
+        text(take(little(8)));
+        return false;
+      case 'J': {
+        const auto v = static_cast<int32_t>(static_cast<uint32_t>(little(4)));
+        push_scalar(static_cast<int64_t>(v));
+        return false;
+      }
+      case 'K':
+        push_scalar(little(1));
+        return false;
+      case 'M':
+        push_scalar(little(2));
+        return false;
+      case 0x8a:
+        long_int(little(1), at);
+        return false;
+      case 0x8b:
+        long_int(little(4), at);
+        return false;
+      case 'N':
+        push_scalar(nullptr);
+        return false;
+      case 0x88:
+        push_scalar(true);
+        return false;
+      case 0x89:
+        push_scalar(false);
+        return false;
+      case 'G': {
+        const std::string_view b = take(8);
+        uint64_t bits = 0;
+        for (size_t i = 0; i < 8; ++i)
+          bits = (bits << 8) | static_cast<unsigned char>(b[i]);
+        double d;
+        std::memcpy(&d, &bits, sizeof d);
+        push_scalar(d);
+        return false;
+      }
+      case 'q':
+        memo_put(little(1), at);
+        return false;
+      case 'r':
+        memo_put(little(4), at);
+        return false;
+      case 0x94:
+        memo_put(memo_.size(), at);
+        return false;
+      case 'h':
+        memo_get(little(1), at);
+        return false;
+      case 'j':
+        memo_get(little(4), at);
+        return false;
+      case '0':
+        pop(at);
+        return false;
+      case '2':
+        stack_.push_back(top(at));
+        return false;
+      case '1':
+        since_mark(at);
+        return false;
+      case 'c':
+      case 0x93:
+      case 'R':
+      case 'b':
+      case 0x81:
+      case 0x92:
+      case 'i':
+      case 'o':
+      case 0x82:
+      case 0x83:
+      case 0x84:
+      case 'P':
+      case 'Q':
+        fail(at, fmt::format("opcode 0x{:02x} would import or call code: refused, never run", op));
+      default:
+        fail(at, fmt::format("opcode 0x{:02x} is not one a data dump uses", op));
+    }
+  }
+
+  json to_json(uint32_t id, int depth, uint64_t& emitted) const {
+    if (depth > limits_.max_depth) {
+      fail(pos_, fmt::format("values nested deeper than {}", limits_.max_depth));
+    }
+    if (++emitted > limits_.max_values) {
+      fail(pos_,
+           fmt::format("more than {} values once shared ones are copied", limits_.max_values));
+    }
+    const Node& n = nodes_[id];
+    switch (n.kind) {
+      case Node::kScalar:
+        return n.scalar;
+      case Node::kList:
+      case Node::kTuple: {
+        json out = json::array();
+        for (uint32_t item : n.items)
+          out.push_back(to_json(item, depth + 1, emitted));
+        return out;
+      }
+      case Node::kDict: {
+        json out = json::object();
+        for (size_t i = 0; i + 1 < n.items.size(); i += 2) {
+          json key = to_json(n.items[i], depth + 1, emitted);
+          std::string k = key.is_string()
+                              ? key.get<std::string>()
+                              : key.dump(-1, ' ', false, json::error_handler_t::replace);
+          out[k] = to_json(n.items[i + 1], depth + 1, emitted);
+        }
+        return out;
+      }
+    }
+    return nullptr;
+  }
+
+  std::string_view in_;
+  PickleLimits limits_;
+  size_t pos_ = 0;
+  std::vector<Node> nodes_;
+  std::vector<uint32_t> stack_;
+  std::vector<size_t> marks_;
+  std::vector<uint32_t> memo_;
+};
+
+}  // namespace
+
+json load(std::string_view bytes, const PickleLimits& limits) {
+  return Machine(bytes, limits).run();
+}
+
+}  // namespace commtool::pickle

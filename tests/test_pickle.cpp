@@ -1,0 +1,108 @@
+// The pickle reader (probes/base/pickle.hpp): the values Python writes at protocols 2, 4 and 5,
+// a real Flight Recorder dump, and what it refuses (code, depth, sharing, cut-off files).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "probes/base/error.hpp"
+#include "probes/base/input_file.hpp"
+#include "probes/base/pickle.hpp"
+
+using commtool::Error;
+using nlohmann::json;
+namespace pickle = commtool::pickle;
+
+namespace {
+
+const std::filesystem::path kDir = std::filesystem::path(COMMTOOL_FIXTURES_DIR) / "pickle";
+
+std::string bytes_of(const std::string& name) {
+  return commtool::files::read_input_file((kDir / name).string());
+}
+
+std::string error_of(const std::string& bytes, const pickle::PickleLimits& limits = {}) {
+  try {
+    pickle::load(bytes, limits);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Pickle, ValuesPythonWritesReadTheSameAtEveryProtocol) {
+  for (const char* name : {"values_p2.pickle", "values_p4.pickle", "values_p5.pickle"}) {
+    const json v = pickle::load(bytes_of(name));
+    EXPECT_EQ(v["s"], "h\u00e9llo") << name;
+    EXPECT_EQ(v["neg"], -5) << name;
+    EXPECT_EQ(v["big"], 1099511627776ull) << name;
+    EXPECT_EQ(v["neg_big"], -1099511627776ll) << name;
+    EXPECT_EQ(v["max"], 9223372036854775807ll) << name;
+    EXPECT_EQ(v["f"], 1.5) << name;
+    EXPECT_EQ(v["t"], true) << name;
+    EXPECT_TRUE(v["n"].is_null()) << name;
+    EXPECT_EQ(v["tup"], json::array({1, "a"})) << name;
+    EXPECT_EQ(v["shared"], json::parse("[[1,2],[1,2]]")) << name;
+    EXPECT_EQ(v["nested"]["k"][0]["x"], 0) << name;
+    EXPECT_EQ(v["3"], "int key") << name;
+  }
+  // Bytes and sets need a GLOBAL at protocol 2 (refused below); from 4 they have opcodes.
+  const json v = pickle::load(bytes_of("bytes_set_p4.pickle"));
+  EXPECT_EQ(v["b"], "raw");
+  EXPECT_EQ(v["set"], json::array({7}));
+}
+
+TEST(Pickle, ARealFlightRecorderDumpReads) {
+  const json d = pickle::load(bytes_of("fr_clean_rank0.pickle"));
+  EXPECT_EQ(d["version"], "2.10");
+  EXPECT_EQ(d["comm_lib_version"], "2.28.9");
+  EXPECT_EQ(d["pg_config"]["0"]["ranks"], "[0, 1, 2]");
+  ASSERT_EQ(d["entries"].size(), 12u);
+  const json& e = d["entries"][0];
+  EXPECT_EQ(e["profiling_name"], "nccl:all_reduce");
+  EXPECT_EQ(e["collective_seq_id"], 1);
+  EXPECT_EQ(e["input_sizes"], json::parse("[[262144]]"));
+  EXPECT_EQ(e["process_group"], json::array({"0", "default_pg"}));
+  EXPECT_EQ(e["state"], "completed");
+}
+
+TEST(Pickle, CodeIsNeverImportedOrCalled) {
+  EXPECT_NE(error_of(bytes_of("global.pickle")).find("would import or call code: refused"),
+            std::string::npos);
+  EXPECT_NE(error_of(bytes_of("reduce.pickle")).find("would import or call code: refused"),
+            std::string::npos);
+}
+
+TEST(Pickle, DepthAndSharingAreBounded) {
+  EXPECT_NE(error_of(bytes_of("deep.pickle")).find("nested deeper than 64"), std::string::npos);
+  // 289 bytes whose memo references double at each of 40 levels: 2^40 values as JSON, refused
+  // at the default bound (5 million).
+  EXPECT_NE(error_of(bytes_of("shared_bomb.pickle")).find("once shared ones are copied"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(bytes_of("values_p2.pickle"), {.max_values = 10, .max_depth = 64, .max_memo = 100})
+          .find("more than 10 values"),
+      std::string::npos);
+}
+
+TEST(Pickle, EveryCutOffPrefixIsAnErrorNamingTheByte) {
+  const std::string full = bytes_of("fr_clean_rank0.pickle");
+  for (size_t n = 0; n < full.size(); ++n) {
+    const std::string e = error_of(full.substr(0, n));
+    ASSERT_EQ(e.rfind("pickle byte ", 0), 0u) << n << ": " << e;
+  }
+}
+
+TEST(Pickle, MalformedProgramsAreRefused) {
+  EXPECT_NE(error_of("\x80\x02."), "");            // STOP with nothing
+  EXPECT_NE(error_of("\x80\x02K\x01K\x02."), "");  // two values left
+  EXPECT_NE(error_of("\x80\x02h\x05."), "");       // a memo never stored
+  EXPECT_NE(error_of("\x80\x02K\x01"
+                     "a."),
+            "");                                            // APPEND to an int
+  EXPECT_NE(error_of("\x80\x02}(K\x01u."), "");             // a key without a value
+  EXPECT_NE(error_of(std::string("\x80\x02\xff", 3)), "");  // unknown opcode
+  EXPECT_NE(error_of("\x80\x09}."), "");                    // protocol 9
+}
