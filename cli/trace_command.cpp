@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 
 #include "build_info.hpp"
 #include "cli/commands.hpp"
@@ -364,7 +365,8 @@ int report_recording(const GlobalOptions& global, const std::string& dir,
 
 // The Flight Recorder dumps among `paths`: a file is taken as one (its reader says if it is
 // not); a directory gives the regular files in it (not below) whose first bytes look like one.
-std::vector<fs::path> flight_recorder_files(const std::vector<std::string>& paths) {
+std::vector<fs::path> flight_recorder_files(const std::vector<std::string>& paths,
+                                            std::set<fs::path>& found) {
   std::vector<fs::path> out;
   for (const std::string& p : paths) {
     std::error_code ec;
@@ -388,13 +390,18 @@ std::vector<fs::path> flight_recorder_files(const std::vector<std::string>& path
     }
     if (ec) throw usage_error(fmt::format("report {}: {}", p, ec.message()));
     std::sort(here.begin(), here.end());
+    found.insert(here.begin(), here.end());
     out.insert(out.end(), here.begin(), here.end());
   }
   return out;
 }
 
-int report_flight_recorder(const GlobalOptions& global, const std::vector<fs::path>& dumps) {
-  const crossrank::FlightRecorderJob fr = crossrank::read_flight_recorder(dumps);
+int report_flight_recorder(const GlobalOptions& global, const std::vector<fs::path>& dumps,
+                           const std::set<fs::path>& found) {
+  const crossrank::FlightRecorderJob fr = crossrank::read_flight_recorder(dumps, found);
+  if (fr.dumps.empty()) {
+    throw usage_error("report: no Flight Recorder dump among the files found (see the warnings)");
+  }
   const crossrank::Verdict v = crossrank::analyse(fr.job);
   if (global.json) {
     nlohmann::json files = nlohmann::json::array();
@@ -448,7 +455,8 @@ Runner register_report(CLI::App& app, const GlobalOptions& global) {
     if (paths->size() == 1 && files::input_exists((fs::path(first) / "run.json").string())) {
       return report_run(global, tracing::load_run(first), *trace_file);
     }
-    const std::vector<fs::path> dumps = flight_recorder_files(*paths);
+    std::set<fs::path> found;
+    const std::vector<fs::path> dumps = flight_recorder_files(*paths, found);
     if (dumps.empty()) {
       if (paths->size() == 1) return report_run(global, tracing::load_run(first), *trace_file);
       throw usage_error(
@@ -458,7 +466,7 @@ Runner register_report(CLI::App& app, const GlobalOptions& global) {
     if (!trace_file->empty()) {
       throw usage_error("--trace: Flight Recorder dumps hold no timeline to write");
     }
-    return report_flight_recorder(global, dumps);
+    return report_flight_recorder(global, dumps, found);
   };
 }
 

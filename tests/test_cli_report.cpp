@@ -111,6 +111,30 @@ TEST(CliReport, ExitStatusSaysWhatTheRecordingShows) {
   }
 }
 
+TEST(CliReport, FlightRecorderDumpsGiveTheCrossRankVerdict) {
+  const std::string dump = std::string(COMMTOOL_FIXTURES_DIR) + "/pickle/fr_clean_rank0.pickle";
+  Result r = run("report " + dump);
+  EXPECT_EQ(r.code, 5) << r.out;  // ranks 1 and 2 left no dump
+  EXPECT_TRUE(contains(r.out,
+                       "MISSING on process group 0 (\"default_pg\") (3 ranks): ranks 1,2 "
+                       "have no records (no dump"))
+      << r.out;
+  r = run("--json report " + dump);
+  EXPECT_EQ(r.code, 5) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"kind\": \"flight-recorder\"")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"rule\": \"missing\"")) << r.out;
+  // A directory: what is not a dump in it is left out with a word, not an error.
+  r = run("report " + std::string(COMMTOOL_FIXTURES_DIR) + "/pickle");
+  EXPECT_EQ(r.code, 5) << r.out;
+  EXPECT_TRUE(contains(r.out, "values_p2.pickle: not a Flight Recorder dump")) << r.out;
+  // A file named on the command line that is not one is exit 2.
+  r = run("report " + std::string(COMMTOOL_FIXTURES_DIR) + "/pickle/values_p2.pickle");
+  EXPECT_EQ(r.code, 2) << r.out;
+  r = run("report " + dump + " --trace /tmp/commtool-fr-trace.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_FALSE(std::filesystem::exists("/tmp/commtool-fr-trace.json"));
+}
+
 TEST(CliReport, ABadRecordingWritesNoTrace) {
   TempDir dir;
   const fs::path file = dir.path / "trace.json";

@@ -146,7 +146,8 @@ json load_document(const fs::path& file) {
 
 }  // namespace
 
-FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files) {
+FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
+                                       const std::set<fs::path>& found) {
   FlightRecorderJob fr;
   fr.job.stuck = false;
   fr.job.absent_means =
@@ -172,6 +173,11 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files) {
     FrDumpInfo info;
     info.file = file.string();
     info.rank = rank_of_dump_file(file);
+    if (info.rank < 0 && found.contains(file)) {
+      fr.warnings.push_back(
+          fmt::format("{}: left out: its name ends without a rank", file.string()));
+      continue;
+    }
     if (info.rank < 0) {
       throw usage_error(fmt::format(
           "{}: the name ends without a rank; a Flight Recorder dump is named by its rank "
@@ -182,12 +188,21 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files) {
       throw usage_error(fmt::format("{}: a second dump of rank {} (the first: {})", file.string(),
                                     info.rank, it->second));
     }
-    const json doc = load_document(file);
-    const json* entries = member(doc, "entries");
-    if (!doc.is_object() || (entries == nullptr && member(doc, "pg_config") == nullptr)) {
-      throw usage_error(fmt::format("{}: not a Flight Recorder dump (no entries and no pg_config)",
-                                    file.string()));
+    json doc;
+    try {
+      doc = load_document(file);
+      if (!doc.is_object() ||
+          (member(doc, "entries") == nullptr && member(doc, "pg_config") == nullptr)) {
+        throw usage_error(fmt::format(
+            "{}: not a Flight Recorder dump (no entries and no pg_config)", file.string()));
+      }
+    } catch (const Error& e) {
+      if (!found.contains(file)) throw;
+      fr.warnings.push_back(fmt::format("left out: {}", e.what()));
+      seen_rank.erase(info.rank);
+      continue;
     }
+    const json* entries = member(doc, "entries");
     info.version = text_of(member(doc, "version"));
     info.nccl_version = text_of(member(doc, "comm_lib_version"));
     if (const json* config = member(doc, "pg_config"); config != nullptr && config->is_object()) {

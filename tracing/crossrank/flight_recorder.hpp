@@ -25,6 +25,7 @@
 #pragma once
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,8 +63,10 @@ int rank_of_dump_file(const std::filesystem::path& file);
 
 // Reads the dumps (each whole, within files::kMaxInputBytes) into one job. Throws Error (exit 2)
 // naming the file: unreadable, not a dump (neither a pickle nor JSON of a dump), a name ending
-// without a rank, two dumps of one rank.
-FlightRecorderJob read_flight_recorder(const std::vector<std::filesystem::path>& files);
+// without a rank, two dumps of one rank. A file in `found` (met in a directory, not named by the
+// user) that is not a dump, or has no rank in its name, is left out with a warning instead.
+FlightRecorderJob read_flight_recorder(const std::vector<std::filesystem::path>& files,
+                                       const std::set<std::filesystem::path>& found = {});
 
 // For an on-call engineer: what was read (ranks, files, versions), the verdict, then per group
 // where each set of ranks stood.
