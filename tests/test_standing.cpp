@@ -160,10 +160,10 @@ TEST(Standing, AWaitingRankWhoseHeartbeatStoppedHoldsTheOthers) {
   EXPECT_EQ(s.processes[1].state, ProcessState::kStopped);
   const std::string text = render_standing_text(s);
   EXPECT_EQ(first_line(text),
-            "HELD on communicator 00000000deadbeef (2 ranks): ranks 0,1 wait in AllReduce op 3 "
-            "(1048576 x ncclFloat32) since 12:00:01 UTC, every rank having started it, and rank 1 "
-            "cannot finish it; its process went silent (stopped, frozen or dead): no heartbeat "
-            "for 60 s.")
+            "HELD on communicator 00000000deadbeef (2 ranks): rank 1 cannot finish AllReduce op 3 "
+            "(1048576 x ncclFloat32), in flight since 12:00:01 UTC; its process went silent "
+            "(stopped, frozen or dead): no heartbeat for 60 s; every rank started it, and ranks "
+            "0,1 wait in AllReduce op 3 (1048576 x ncclFloat32) since 12:00:01 UTC.")
       << text;
 }
 
@@ -176,8 +176,8 @@ TEST(Standing, WhatTheMonitorSawOfAProcessReplacesItsHeartbeat) {
                               "stopped by a signal (SIGSTOP, SIGTSTP)"};
   const std::string text = render_standing_text(where_everyone_stands(rec, o));
   EXPECT_TRUE(contains(first_line(text),
-                       "rank 1 cannot finish it; its process is stopped by a "
-                       "signal (SIGSTOP, SIGTSTP)"))
+                       "rank 1 cannot finish AllReduce op 3 (1048576 x ncclFloat32), in flight "
+                       "since 12:00:01 UTC; its process is stopped by a signal (SIGSTOP, SIGTSTP)"))
       << text;
 }
 

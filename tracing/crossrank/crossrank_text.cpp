@@ -113,13 +113,11 @@ std::string lives_text(const Group& g, const Finding& f) {
 std::string last_text(const Job& job, const Group& g, const Finding& f) {
   std::string out;
   for (const LastDone& d : f.last) {
-    const std::string who =
-        f.last.size() == 1 && f.ranks.size() == 1
-            ? "its"
-            : ranks_text(d.ranks, g.nranks) + (d.ranks.size() == 1 ? "'s" : "'");
-    out += "; " + (d.seq ? fmt::format("{} last completed operation is {}", who,
-                                       call_text(job, g, *d.call, *d.seq))
-                         : fmt::format("{} completed no operation on it", who));
+    const bool alone = f.last.size() == 1 && f.ranks.size() == 1;
+    const std::string what =
+        d.seq ? "last completed operation is " + call_text(job, g, *d.call, *d.seq)
+              : std::string("completed no operation on it");
+    out += alone ? "; its " + what : fmt::format("; {}: {}", ranks_text(d.ranks, g.nranks), what);
   }
   return out;
 }
@@ -155,9 +153,11 @@ std::string finding_text(const Job& job, const Finding& f) {
         if (!f.no_records.empty()) out += "; ";
         out += fmt::format("{} left without starting {}", ranks_text(ended, g.nranks), op);
       }
-      if (!f.waiting.empty()) {
+      if (!f.waiting.empty() && !ended.empty()) {
         out += fmt::format(", which {}: {} for what never comes", waiting_in_it(g, f),
                            f.waiting.size() == 1 ? "it waits" : "they wait");
+      } else if (!f.waiting.empty()) {
+        out += fmt::format(", while {}", waiting_text(job, g, f));
       }
       Finding ended_only = f;  // last operations and lives of the ranks that left
       ended_only.ranks = ended;
@@ -195,10 +195,26 @@ std::string finding_text(const Job& job, const Finding& f) {
       return fmt::format("BEHIND on {}: {} never started {}, which {}", where(g),
                          ranks_text(f.ranks, g.nranks), op, waiting_in_it(g, f)) +
              last_text(job, g, f) + lives_text(g, f);
-    case Rule::kHeld:
-      return fmt::format("HELD on {}: {}, every rank having started it, and {} cannot finish it",
-                         where(g), waiting_text(job, g, f), ranks_text(f.ranks, g.nranks)) +
-             lives_text(g, f);
+    case Rule::kHeld: {
+      std::vector<int> past;  // ranks that completed it: what the held ones wrote may lag
+      for (const Rank& r : g.ranks) {
+        auto it =
+            std::find_if(r.ops.begin(), r.ops.end(), [&](const Op& o) { return o.seq == f.seq; });
+        if (it != r.ops.end() && it->state == OpState::kCompleted) past.push_back(r.rank);
+      }
+      std::string out = fmt::format("HELD on {}: {} cannot finish {}, in flight{}", where(g),
+                                    ranks_text(f.ranks, g.nranks), op, since(f)) +
+                        lives_text(g, f);
+      if (!past.empty()) {
+        out += fmt::format(
+            "; {} went past it: a process that stopped or died may not have written its last "
+            "lines, so it may have stopped later than this",
+            ranks_text(past, g.nranks));
+      } else if (f.waiting.size() > f.ranks.size()) {
+        out += fmt::format("; every rank started it, and {}", waiting_text(job, g, f));
+      }
+      return out;
+    }
     case Rule::kBelow:
       if (f.after_disagreement) {
         return fmt::format("WAITING on {}: {}, which follows from the disagreement above", where(g),

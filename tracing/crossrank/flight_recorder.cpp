@@ -113,12 +113,16 @@ std::string dtypes_of(const json* v) {
   return out;
 }
 
-// "train.py:88 step": the first frame outside torch's own files.
+// "train.py:88 step": the first frame outside installed packages (torch among them).
 std::string site_of(const json* frames) {
   if (frames == nullptr || !frames->is_array()) return "";
   for (const json& f : *frames) {
     const std::string file = text_of(member(f, "filename"));
-    if (file.empty() || file.find("/torch/") != std::string::npos) continue;
+    // Library frames (torch's own, anything installed) come first; the job's code is below.
+    if (file.empty() || file.find("/site-packages/") != std::string::npos ||
+        file.find("/dist-packages/") != std::string::npos || file.rfind("<", 0) == 0) {
+      continue;
+    }
     const std::optional<int64_t> line = int_of(member(f, "line"));
     return fmt::format("{}:{} {}", fs::path(file).filename().string(), line.value_or(0),
                        text_of(member(f, "name")));
