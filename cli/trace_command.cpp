@@ -17,10 +17,8 @@
 #include "probes/base/measure/memory_limit.hpp"
 #include "probes/base/output_file.hpp"
 #include "probes/base/workers/placement.hpp"
-#include "reports/format/verdict_json.hpp"
 #include "reports/record/record_report.hpp"
 #include "reports/trace/trace_report.hpp"
-#include "tracing/crossrank/flight_recorder.hpp"
 #include "tracing/record/recording.hpp"
 #include "tracing/trace/record_io.hpp"
 #include "tracing/trace/trace_analysis.hpp"
@@ -363,67 +361,6 @@ int report_recording(const GlobalOptions& global, const std::string& dir,
   return fault ? static_cast<int>(ExitCode::kTimeout) : 0;
 }
 
-// The Flight Recorder dumps among `paths`: a file is taken as one (its reader says if it is
-// not); a directory gives the regular files in it (not below) whose first bytes look like one.
-std::vector<fs::path> flight_recorder_files(const std::vector<std::string>& paths,
-                                            std::set<fs::path>& found) {
-  std::vector<fs::path> out;
-  for (const std::string& p : paths) {
-    std::error_code ec;
-    if (!files::input_exists(p))
-      throw usage_error(fmt::format("report {}: no such file or directory", p));
-    if (!fs::is_directory(p, ec)) {
-      out.emplace_back(p);
-      continue;
-    }
-    std::vector<fs::path> here;
-    for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
-      if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
-      std::ifstream in(it->path(), std::ios::binary);
-      std::string head(4096, '\0');
-      in.read(head.data(), static_cast<std::streamsize>(head.size()));
-      head.resize(static_cast<size_t>(in.gcount()));
-      if (crossrank::looks_like_flight_recorder(head)) here.push_back(it->path());
-      if (here.size() > 1'000'000) {
-        throw usage_error(fmt::format("report {}: more than 1,000,000 dump files", p));
-      }
-    }
-    if (ec) throw usage_error(fmt::format("report {}: {}", p, ec.message()));
-    std::sort(here.begin(), here.end());
-    found.insert(here.begin(), here.end());
-    out.insert(out.end(), here.begin(), here.end());
-  }
-  return out;
-}
-
-int report_flight_recorder(const GlobalOptions& global, const std::vector<fs::path>& dumps,
-                           const std::set<fs::path>& found) {
-  const crossrank::FlightRecorderJob fr = crossrank::read_flight_recorder(dumps, found);
-  if (fr.dumps.empty()) {
-    throw usage_error("report: no Flight Recorder dump among the files found (see the warnings)");
-  }
-  const crossrank::Verdict v = crossrank::analyse(fr.job);
-  if (global.json) {
-    nlohmann::json files = nlohmann::json::array();
-    for (const crossrank::FrDumpInfo& d : fr.dumps) {
-      files.push_back({{"file", d.file},
-                       {"rank", d.rank},
-                       {"version", d.version},
-                       {"nccl_version", d.nccl_version},
-                       {"entries", d.entries},
-                       {"left_out", d.left_out}});
-    }
-    const nlohmann::json doc = {
-        {"schema_version", 1},       {"command", "report"},
-        {"kind", "flight-recorder"}, {"dumps", std::move(files)},
-        {"warnings", fr.warnings},   {"verdict", reports::verdict_json(fr.job, v)}};
-    emit(global, doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-  } else {
-    emit(global, crossrank::render_flight_recorder_text(fr, v));
-  }
-  return v.error() ? static_cast<int>(ExitCode::kTimeout) : 0;
-}
-
 }  // namespace
 
 Runner register_report(CLI::App& app, const GlobalOptions& global) {
@@ -432,10 +369,11 @@ Runner register_report(CLI::App& app, const GlobalOptions& global) {
   CLI::App* cmd = app.add_subcommand(
       "report",
       "Re-analyse a run saved with commtool trace --save DIR, a recording of commtool record, or "
-      "PyTorch Flight Recorder dumps of a job commtool did not launch; no GPU needed");
+      "what a job commtool did not launch left (PyTorch Flight Recorder dumps, NCCL RAS "
+      "answers); no GPU needed");
   cmd->add_option("path", *paths,
-                  "The directory trace --save or record wrote; or Flight Recorder dump files "
-                  "and directories holding them, any mix (one job)")
+                  "The directory trace --save or record wrote; or Flight Recorder dumps and RAS "
+                  "answers (ncclras -v, text or JSON), files and directories, any mix (one job)")
       ->check(non_empty_path())
       ->required();
   cmd->add_option("--trace", *trace_file,
@@ -455,18 +393,17 @@ Runner register_report(CLI::App& app, const GlobalOptions& global) {
     if (paths->size() == 1 && files::input_exists((fs::path(first) / "run.json").string())) {
       return report_run(global, tracing::load_run(first), *trace_file);
     }
-    std::set<fs::path> found;
-    const std::vector<fs::path> dumps = flight_recorder_files(*paths, found);
-    if (dumps.empty()) {
+    const JobArtifacts artifacts = find_job_artifacts(*paths);
+    if (artifacts.dumps.empty() && artifacts.ras.empty()) {
       if (paths->size() == 1) return report_run(global, tracing::load_run(first), *trace_file);
-      throw usage_error(
-          fmt::format("report {}: no saved run, recording or Flight Recorder dump there",
-                      excerpt(fmt::format("{}", fmt::join(*paths, " ")), 200)));
+      throw usage_error(fmt::format(
+          "report {}: no saved run, recording, Flight Recorder dump or RAS answer there",
+          excerpt(fmt::format("{}", fmt::join(*paths, " ")), 200)));
     }
     if (!trace_file->empty()) {
-      throw usage_error("--trace: Flight Recorder dumps hold no timeline to write");
+      throw usage_error("--trace: Flight Recorder dumps and RAS answers hold no timeline to write");
     }
-    return report_flight_recorder(global, dumps, found);
+    return report_job_artifacts(global, artifacts);
   };
 }
 

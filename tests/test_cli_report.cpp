@@ -135,6 +135,24 @@ TEST(CliReport, FlightRecorderDumpsGiveTheCrossRankVerdict) {
   EXPECT_FALSE(std::filesystem::exists("/tmp/commtool-fr-trace.json"));
 }
 
+TEST(CliReport, RasAnswersAreReadInEitherForm) {
+  const std::string dir = std::string(COMMTOOL_FIXTURES_DIR) + "/ras/";
+  Result r = run("report " + dir + "func/ras.json");
+  EXPECT_EQ(r.code, 5) << r.out;
+  EXPECT_TRUE(contains(r.out, "1 missing comma(s) put back")) << r.out;
+  EXPECT_TRUE(contains(r.out, "MISSING on communicator 0x93ec23942d4380df (3 ranks): rank 1"))
+      << r.out;
+  r = run("--json report " + dir + "func");  // a directory: both forms
+  EXPECT_EQ(r.code, 5) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"kind\": \"nccl-ras\"")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"form\": \"text\"")) << r.out;
+  EXPECT_EQ(run("report " + dir + "size/ras.json").code, 0);
+  // What the client saved when RAS did not answer (a rank was stopped): neither kind of file.
+  r = run("report " + dir + "stop/ras.txt");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "nor an answer of NCCL's RAS")) << r.out;
+}
+
 TEST(CliReport, ABadRecordingWritesNoTrace) {
   TempDir dir;
   const fs::path file = dir.path / "trace.json";

@@ -16,8 +16,8 @@
 // of the job: the dump does not say whose it is, so it is the number that ends the file's name
 // (as PyTorch's analyser takes it); within a group it is its index in pg_config's ranks. What a
 // rank called: the function (profiling_name without "nccl:"), the elements of its inputs, their
-// dtypes; the call site is the first frame outside installed packages. A dump holding an operation not
-// completed is of a job that was stuck (the watchdog writes dumps on a timeout).
+// dtypes; the call site is the first frame outside installed packages. A dump holding an operation
+// not completed is of a job that was stuck (the watchdog writes dumps on a timeout).
 //
 // Lenient where the format drifts: an entry without a field it needs is left out and counted,
 // a key it does not know is ignored. Bounded: kMaxFrEntries entries per file, names to the

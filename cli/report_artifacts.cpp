@@ -1,0 +1,129 @@
+// `commtool report PATH...` over what a job commtool did not launch left: PyTorch Flight Recorder
+// dumps and NCCL RAS answers (cli/commands.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "probes/base/error.hpp"
+#include "probes/base/input_file.hpp"
+#include "reports/format/verdict_json.hpp"
+#include "tracing/crossrank/flight_recorder.hpp"
+#include "tracing/crossrank/ras.hpp"
+
+namespace commtool::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxArtifactFiles = 1'000'000;
+
+std::string head_of(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::string head(8192, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head;
+}
+
+}  // namespace
+
+JobArtifacts find_job_artifacts(const std::vector<std::string>& paths) {
+  JobArtifacts out;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (!files::input_exists(p)) {
+      throw usage_error(fmt::format("report {}: no such file or directory", p));
+    }
+    if (!fs::is_directory(p, ec)) {
+      const std::string head = head_of(p);
+      if (crossrank::looks_like_ras(head)) {
+        out.ras.emplace_back(p);
+      } else if (crossrank::looks_like_flight_recorder(head)) {
+        out.dumps.emplace_back(p);
+      } else {
+        throw usage_error(fmt::format(
+            "report {}: neither a saved run, a recording, a Flight Recorder dump (a pickle, or "
+            "JSON with pg_config and entries) nor an answer of NCCL's RAS",
+            p));
+      }
+      continue;
+    }
+    std::vector<fs::path> dumps, ras;
+    for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+      if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
+      const std::string head = head_of(it->path());
+      if (crossrank::looks_like_ras(head)) {
+        ras.push_back(it->path());
+      } else if (crossrank::looks_like_flight_recorder(head)) {
+        dumps.push_back(it->path());
+      }
+      if (dumps.size() + ras.size() > kMaxArtifactFiles) {
+        throw usage_error(
+            fmt::format("report {}: more than {} files to read", p, kMaxArtifactFiles));
+      }
+    }
+    if (ec) throw usage_error(fmt::format("report {}: {}", p, ec.message()));
+    std::sort(dumps.begin(), dumps.end());
+    std::sort(ras.begin(), ras.end());
+    out.found.insert(dumps.begin(), dumps.end());
+    out.dumps.insert(out.dumps.end(), dumps.begin(), dumps.end());
+    out.ras.insert(out.ras.end(), ras.begin(), ras.end());
+  }
+  return out;
+}
+
+int report_job_artifacts(const GlobalOptions& global, const JobArtifacts& a) {
+  bool fault = false;
+  std::string text;
+  json doc = {{"schema_version", 1},
+              {"command", "report"},
+              {"kind", a.dumps.empty() ? "nccl-ras" : "flight-recorder"}};
+  if (!a.dumps.empty()) {
+    const crossrank::FlightRecorderJob fr = crossrank::read_flight_recorder(a.dumps, a.found);
+    if (fr.dumps.empty() && a.ras.empty()) {
+      throw usage_error("report: no Flight Recorder dump among the files found (see the warnings)");
+    }
+    const crossrank::Verdict v = crossrank::analyse(fr.job);
+    fault = fault || v.error();
+    json dumps = json::array();
+    for (const crossrank::FrDumpInfo& d : fr.dumps) {
+      dumps.push_back({{"file", d.file},
+                       {"rank", d.rank},
+                       {"version", d.version},
+                       {"nccl_version", d.nccl_version},
+                       {"entries", d.entries},
+                       {"left_out", d.left_out}});
+    }
+    doc["dumps"] = std::move(dumps);
+    doc["warnings"] = fr.warnings;
+    doc["verdict"] = reports::verdict_json(fr.job, v);
+    text += crossrank::render_flight_recorder_text(fr, v);
+  }
+  json answers = json::array();
+  for (const fs::path& p : a.ras) {
+    const crossrank::RasStatus s =
+        crossrank::read_ras(files::read_input_file(p.string(), 256ull << 20), p.string());
+    const std::vector<crossrank::RasFinding> findings = crossrank::analyse_ras(s);
+    fault = fault || !findings.empty();
+    json texts = json::array();
+    for (const crossrank::RasFinding& f : findings)
+      texts.push_back(f.text);
+    answers.push_back({{"file", p.string()},
+                       {"form", s.json ? "json" : "text"},
+                       {"nccl_version", s.nccl_version},
+                       {"repairs", s.repairs},
+                       {"findings", std::move(texts)}});
+    if (!text.empty()) text += "\n";
+    text += crossrank::render_ras_text(s, findings, p.string());
+  }
+  if (!a.ras.empty()) doc["ras"] = std::move(answers);
+  emit(global, global.json ? doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n" : text);
+  return fault ? static_cast<int>(ExitCode::kTimeout) : 0;
+}
+
+}  // namespace commtool::cli
