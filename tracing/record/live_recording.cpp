@@ -4,11 +4,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 
 #include "probes/base/error.hpp"
+#include "probes/base/output_file.hpp"
+#include "tracing/crossrank/ras.hpp"
 #include "tracing/profiler/plugin_support.hpp"
+#include "tracing/record/ras_client.hpp"
 #include "tracing/record/standing.hpp"
 
 namespace commtool::record {
@@ -71,14 +76,54 @@ StandingOptions options_now(const Recording& rec, bool stuck, bool ended) {
 
 }  // namespace
 
-std::string LiveRecording::standing(bool stuck) const {
-  const Standing s =
-      where_everyone_stands(reader_.recording(), options_now(reader_.recording(), stuck, false));
+std::string LiveRecording::standing(bool stuck) {
+  const StandingOptions options = options_now(reader_.recording(), stuck, false);
+  const Standing s = where_everyone_stands(reader_.recording(), options);
   std::string text = render_standing_text(s);
+  const bool job_there = std::any_of(options.lives.begin(), options.lives.end(), [](const auto& l) {
+    return l.second.state != crossrank::Liveness::kGone;
+  });
+  const char* ras_enable = std::getenv("NCCL_RAS_ENABLE");
+  if (stuck && job_there && !(ras_enable != nullptr && std::string(ras_enable) == "0")) {
+    text += ras_evidence();
+  }
   if (!broken_.empty()) {
     text += fmt::format("(the recording stopped being readable: {})\n", broken_);
   }
   return text;
+}
+
+std::string LiveRecording::ras_evidence() {
+  const std::string address = ras_address();
+  const RasAnswer a = query_ras(address, kRasTimeout, /*json=*/true);
+  if (!a.ok) {
+    return fmt::format("NCCL's RAS ({}) gave no answer: {}\n", printable_message(address, true),
+                       printable_message(a.why, true));
+  }
+  const std::string file =
+      (reader_.recording().dir / fmt::format("ras-{}.json", ++ras_answers_)).string();
+  std::string saved = fmt::format(" (saved in {})", file);
+  try {
+    files::write_atomically(file, a.text, "RAS answer");
+  } catch (const Error& e) {
+    saved = fmt::format(" (not saved: {})", e.what());
+  }
+  try {
+    const crossrank::RasStatus status = crossrank::read_ras(a.text, file);
+    const std::vector<crossrank::RasFinding> findings = crossrank::analyse_ras(status);
+    std::string out = fmt::format("NCCL's RAS ({}){}:\n", printable_message(address, true),
+                                  printable_message(saved, true));
+    for (const std::string& r : status.repairs)
+      out += "  WARNING: " + excerpt(r, 300) + "\n";
+    if (findings.empty()) out += "  no rank missing, behind or in error\n";
+    for (const crossrank::RasFinding& f : findings)
+      out += "  " + f.text + "\n";
+    return out;
+  } catch (const Error& e) {
+    return fmt::format("NCCL's RAS ({}) answered what commtool cannot read{}: {}\n",
+                       printable_message(address, true), printable_message(saved, true),
+                       printable_message(e.what(), true));
+  }
 }
 
 std::optional<std::string> LiveRecording::fault_at_end() const {

@@ -3,6 +3,7 @@
 // loop's questions (record_run.hpp's RecordHooks).
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -26,8 +27,10 @@ class LiveRecording {
   uint64_t ended() const;      // operations ended, verified or not, over every process
   uint64_t in_flight() const;  // operations started and not ended
   // Where every rank stands (standing.hpp), with what /proc shows of the processes of this
-  // host; `stuck` as RecordHooks::standing.
-  std::string standing(bool stuck) const;
+  // host; `stuck` as RecordHooks::standing. Stuck while a process of the job is still there, NCCL's
+  // RAS service is asked too (ras_client.hpp, 5 s at most; not when NCCL_RAS_ENABLE=0): its
+  // answer is kept as DIR/ras-<n>.json and its findings follow the standing.
+  std::string standing(bool stuck);
   // Once the job has ended: whether the cross-rank verdict over what the monitor kept (each
   // rank's latest kRecentEndedPerRank operations and those in flight) finds a fault, and its
   // text.
@@ -38,8 +41,13 @@ class LiveRecording {
   RecordHooks hooks();
 
  private:
+  // NCCL's RAS asked, its findings as text; its answer saved beside the recording.
+  std::string ras_evidence();
+  static constexpr std::chrono::milliseconds kRasTimeout{5000};
+
   RecordingReader reader_{{}, Retention::kStanding};
   bool attached_ = false;
+  int ras_answers_ = 0;
   std::string broken_;  // why watching stopped, when it did
 };
 
