@@ -11,6 +11,7 @@
 #include "probes/base/input_file.hpp"
 #include "reports/format/verdict_json.hpp"
 #include "tracing/crossrank/flight_recorder.hpp"
+#include "tracing/crossrank/nccl_log.hpp"
 #include "tracing/crossrank/ras.hpp"
 
 namespace commtool::cli {
@@ -45,15 +46,17 @@ JobArtifacts find_job_artifacts(const std::vector<std::string>& paths) {
         out.ras.emplace_back(p);
       } else if (crossrank::looks_like_flight_recorder(head)) {
         out.dumps.emplace_back(p);
+      } else if (crossrank::looks_like_nccl_log(head)) {
+        out.logs.emplace_back(p);
       } else {
         throw usage_error(fmt::format(
             "report {}: neither a saved run, a recording, a Flight Recorder dump (a pickle, or "
-            "JSON with pg_config and entries) nor an answer of NCCL's RAS",
+            "JSON with pg_config and entries), an answer of NCCL's RAS nor NCCL's log",
             p));
       }
       continue;
     }
-    std::vector<fs::path> dumps, ras;
+    std::vector<fs::path> dumps, ras, logs;
     for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
       if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
       const std::string head = head_of(it->path());
@@ -61,8 +64,10 @@ JobArtifacts find_job_artifacts(const std::vector<std::string>& paths) {
         ras.push_back(it->path());
       } else if (crossrank::looks_like_flight_recorder(head)) {
         dumps.push_back(it->path());
+      } else if (crossrank::looks_like_nccl_log(head)) {
+        logs.push_back(it->path());
       }
-      if (dumps.size() + ras.size() > kMaxArtifactFiles) {
+      if (dumps.size() + ras.size() + logs.size() > kMaxArtifactFiles) {
         throw usage_error(
             fmt::format("report {}: more than {} files to read", p, kMaxArtifactFiles));
       }
@@ -70,6 +75,8 @@ JobArtifacts find_job_artifacts(const std::vector<std::string>& paths) {
     if (ec) throw usage_error(fmt::format("report {}: {}", p, ec.message()));
     std::sort(dumps.begin(), dumps.end());
     std::sort(ras.begin(), ras.end());
+    std::sort(logs.begin(), logs.end());
+    out.logs.insert(out.logs.end(), logs.begin(), logs.end());
     out.found.insert(dumps.begin(), dumps.end());
     out.dumps.insert(out.dumps.end(), dumps.begin(), dumps.end());
     out.ras.insert(out.ras.end(), ras.begin(), ras.end());
@@ -82,10 +89,12 @@ int report_job_artifacts(const GlobalOptions& global, const JobArtifacts& a) {
   std::string text;
   json doc = {{"schema_version", 1},
               {"command", "report"},
-              {"kind", a.dumps.empty() ? "nccl-ras" : "flight-recorder"}};
+              {"kind", !a.dumps.empty() ? "flight-recorder"
+                       : !a.ras.empty() ? "nccl-ras"
+                                        : "nccl-logs"}};
   if (!a.dumps.empty()) {
     const crossrank::FlightRecorderJob fr = crossrank::read_flight_recorder(a.dumps, a.found);
-    if (fr.dumps.empty() && a.ras.empty()) {
+    if (fr.dumps.empty() && a.ras.empty() && a.logs.empty()) {
       throw usage_error("report: no Flight Recorder dump among the files found (see the warnings)");
     }
     const crossrank::Verdict v = crossrank::analyse(fr.job);
@@ -122,6 +131,33 @@ int report_job_artifacts(const GlobalOptions& global, const JobArtifacts& a) {
     text += crossrank::render_ras_text(s, findings, p.string());
   }
   if (!a.ras.empty()) doc["ras"] = std::move(answers);
+  if (!a.logs.empty()) {
+    std::vector<crossrank::NcclLog> logs;
+    for (const fs::path& p : a.logs)
+      logs.push_back(crossrank::read_nccl_log(files::read_input_file(p.string()), p.string()));
+    const std::vector<std::string> findings = crossrank::analyse_nccl_logs(logs);
+    json jl = json::array();
+    for (const crossrank::NcclLog& l : logs) {
+      json comms = json::array();
+      for (const crossrank::LogComm& c : l.comms) {
+        comms.push_back({{"comm_id", c.comm_id},
+                         {"rank", c.rank},
+                         {"nranks", c.nranks},
+                         {"bus_id", c.bus_id},
+                         {"init_complete", c.init_complete}});
+      }
+      jl.push_back({{"file", l.file},
+                    {"host", l.host},
+                    {"pid", l.pid},
+                    {"version", l.version},
+                    {"network", l.network},
+                    {"warnings", l.warnings.size()},
+                    {"comms", std::move(comms)}});
+    }
+    doc["nccl_logs"] = {{"logs", std::move(jl)}, {"findings", findings}};
+    if (!text.empty()) text += "\n";
+    text += crossrank::render_nccl_logs_text(logs, findings);
+  }
   emit(global, global.json ? doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n" : text);
   return fault ? static_cast<int>(ExitCode::kTimeout) : 0;
 }

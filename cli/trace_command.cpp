@@ -394,7 +394,7 @@ Runner register_report(CLI::App& app, const GlobalOptions& global) {
       return report_run(global, tracing::load_run(first), *trace_file);
     }
     const JobArtifacts artifacts = find_job_artifacts(*paths);
-    if (artifacts.dumps.empty() && artifacts.ras.empty()) {
+    if (artifacts.dumps.empty() && artifacts.ras.empty() && artifacts.logs.empty()) {
       if (paths->size() == 1) return report_run(global, tracing::load_run(first), *trace_file);
       throw usage_error(fmt::format(
           "report {}: no saved run, recording, Flight Recorder dump or RAS answer there",
