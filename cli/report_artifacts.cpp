@@ -2,7 +2,11 @@
 // dumps and NCCL RAS answers (cli/commands.hpp).
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -23,11 +27,19 @@ namespace {
 
 constexpr size_t kMaxArtifactFiles = 1'000'000;
 
+// The first bytes of a regular file; empty for anything else. Opened without blocking and
+// checked once open, so that a FIFO put in the file's place cannot hold the report.
 std::string head_of(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::string head(8192, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
+  const int fd = ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return "";
+  std::string head;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    head.resize(8192);
+    const ssize_t n = ::read(fd, head.data(), head.size());
+    head.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  ::close(fd);
   return head;
 }
 
@@ -41,6 +53,8 @@ JobArtifacts find_job_artifacts(const std::vector<std::string>& paths) {
       throw usage_error(fmt::format("report {}: no such file or directory", p));
     }
     if (!fs::is_directory(p, ec)) {
+      // Not a regular file (a FIFO, a device): refused by the reader, naming what it is.
+      if (!fs::is_regular_file(p, ec)) files::read_input_file(p);
       const std::string head = head_of(p);
       if (crossrank::looks_like_ras(head)) {
         out.ras.emplace_back(p);
@@ -134,7 +148,8 @@ int report_job_artifacts(const GlobalOptions& global, const JobArtifacts& a) {
   if (!a.logs.empty()) {
     std::vector<crossrank::NcclLog> logs;
     for (const fs::path& p : a.logs)
-      logs.push_back(crossrank::read_nccl_log(files::read_input_file(p.string()), p.string()));
+      logs.push_back(
+          crossrank::read_nccl_log(files::read_input_file(p.string(), 1ull << 30), p.string()));
     const std::vector<std::string> findings = crossrank::analyse_nccl_logs(logs);
     json jl = json::array();
     for (const crossrank::NcclLog& l : logs) {

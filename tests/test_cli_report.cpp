@@ -1,6 +1,7 @@
 // commtool report as a user runs it: a saved trace run or a recording re-analysed without a GPU,
 // its --trace file, and the damaged saved runs it refuses naming file, line and field.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -150,7 +151,18 @@ TEST(CliReport, RasAnswersAreReadInEitherForm) {
   // What the client saved when RAS did not answer (a rank was stopped): neither kind of file.
   r = run("report " + dir + "stop/ras.txt");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_TRUE(contains(r.out, "nor an answer of NCCL's RAS")) << r.out;
+  EXPECT_TRUE(contains(r.out, "an answer of NCCL's RAS nor NCCL's log")) << r.out;
+}
+
+TEST(CliReport, AFifoNamedOrFoundIsNeverWaitedOn) {
+  TempDir dir;
+  const std::string fifo = (dir.path / "nccl_trace_rank_0").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Result r = run("report " + fifo);  // nothing ever writes it: a read would block for ever
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "is a pipe (FIFO)")) << r.out;
+  r = run("report " + dir.path.string());
+  EXPECT_EQ(r.code, 2) << r.out;
 }
 
 TEST(CliReport, ABadRecordingWritesNoTrace) {
