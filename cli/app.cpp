@@ -31,7 +31,7 @@ const char* const kExitCodeHelp =
     "  3  the machine lacks what was asked: no GPU, no NCCL, no P2P\n"
     "  4  a measurement failed verification: the data was wrong\n"
     "  5  a timeout or a hang was detected; report and record: also ranks that disagree\n"
-    "     (another collective, size, type, reduction or root) or a rank missing\n"
+    "     (another collective, size, type or root) or a rank missing\n"
     "\n"
     "See man commtool for every option and what each figure means.";
 

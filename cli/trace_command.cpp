@@ -373,7 +373,8 @@ Runner register_report(CLI::App& app, const GlobalOptions& global) {
       "answers); no GPU needed");
   cmd->add_option("path", *paths,
                   "The directory trace --save or record wrote; or Flight Recorder dumps and RAS "
-                  "answers (ncclras -v, text or JSON), files and directories, any mix (one job)")
+                  "answers (ncclras -v, text or JSON) and NCCL logs, files and directories, any "
+                  "mix (one job)")
       ->check(non_empty_path())
       ->required();
   cmd->add_option("--trace", *trace_file,
