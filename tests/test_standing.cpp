@@ -252,7 +252,7 @@ TEST(Standing, DropsAreWarnedAbout) {
 }
 
 TEST(RecordText, RanksOperationsAndTimesReadTheSameEverywhere) {
-  EXPECT_EQ(rank_list({5, 0, 1, 2, 7, 8}), "0-2,5,7-8");
+  EXPECT_EQ(rank_list({5, 0, 1, 2, 7, 8}), "0-2,5,7,8");  // two in a row: "7,8"
   EXPECT_EQ(ranks_phrase({3}), "rank 3");
   OpRef op;
   op.func = "AllReduce";

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "probes/base/error.hpp"
+#include "tracing/crossrank/crossrank.hpp"
 
 namespace commtool::record {
 
@@ -19,22 +20,11 @@ std::string op_label(const OpRef& op) {
 }
 
 std::string rank_list(std::vector<int> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
-      ++j;
-    if (!out.empty()) out += ",";
-    out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
-    i = j + 1;
-  }
-  return out;
+  return crossrank::rank_set(std::move(ranks), 0);
 }
 
 std::string ranks_phrase(const std::vector<int>& ranks) {
-  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", rank_list(ranks));
+  return crossrank::ranks_text(ranks, 0);
 }
 
 std::string comm_label(uint64_t comm, const std::string& name) {

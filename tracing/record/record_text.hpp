@@ -16,7 +16,8 @@ namespace commtool::record {
 // "Send to 3 (op 7)".
 std::string op_label(const OpRef& op);
 
-// "0-2,5,7-8"; ranks need not be sorted.
+// "0-2,5,7-8" (two in a row as "0,1"), as the cross-rank verdict writes ranks; ranks need not be
+// sorted.
 std::string rank_list(std::vector<int> ranks);
 
 // "rank 3" or "ranks 0-2".
