@@ -54,6 +54,7 @@ json verdict_json(const crossrank::Job& job, const crossrank::Verdict& v) {
          {"call", f.call ? call_json(job, *f.call) : json(nullptr)},
          {"ranks", f.ranks},
          {"waiting", f.waiting},
+         {"past", f.past},
          {"waiting_since_wall_ns",
           f.waiting_since_wall_ns > 0 ? json(f.waiting_since_wall_ns) : json(nullptr)},
          {"sides", std::move(sides)},

@@ -1,7 +1,7 @@
 // The cross-rank verdict (tracing/crossrank/crossrank.hpp) as JSON, the same in every report
 // that gives one (a recording's, Flight Recorder dumps'): {"hang", "findings": [{"rule",
 // "group", "group_name", "nranks", "position", "call", "ranks", "waiting",
-// "waiting_since_wall_ns", "sides", "field", "later_disagreements", "last_completed",
+// "waiting_since_wall_ns", "past", "sides", "field", "later_disagreements", "last_completed",
 // "processes", "no_records", "text"}]}; unknowns are null.
 #pragma once
 

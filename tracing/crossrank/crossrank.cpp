@@ -235,11 +235,12 @@ void find_holdup(const Group& g, size_t index, const std::vector<int>& no_record
       }
       base.waiting.push_back(r.rank);
       if (!can_run(r.life.state)) cannot_run.push_back(r.rank);
-    } else if (op == nullptr && last_seq(r).value_or(0) <= *oldest) {
+    } else if (op != nullptr) {
+      base.past.push_back(r.rank);  // completed it
+    } else if (last_seq(r).value_or(0) <= *oldest) {
       (ended(r) ? gone : behind).push_back(r.rank);
     }
   }
-  std::sort(base.waiting.begin(), base.waiting.end());
   const auto finding = [&](Rule rule, std::vector<int> ranks) {
     Finding f = base;
     f.rule = rule;

@@ -164,6 +164,7 @@ struct Finding {
   std::optional<uint32_t> call;  // what it is (as the lowest waiting rank called it)
   std::vector<int> ranks;        // missing, behind, held: the ranks at fault; below: the waiting
   std::vector<int> waiting;      // the ranks with it in flight
+  std::vector<int> past;         // the ranks that completed it (what a held rank wrote may lag)
   int64_t waiting_since_wall_ns = 0;
   std::vector<Side> sides;       // disagree: largest first, ties by lowest rank
   std::string field;             // disagree: what differs between the first two sides

@@ -196,20 +196,14 @@ std::string finding_text(const Job& job, const Finding& f) {
                          ranks_text(f.ranks, g.nranks), op, waiting_in_it(g, f)) +
              last_text(job, g, f) + lives_text(g, f);
     case Rule::kHeld: {
-      std::vector<int> past;  // ranks that completed it: what the held ones wrote may lag
-      for (const Rank& r : g.ranks) {
-        auto it =
-            std::find_if(r.ops.begin(), r.ops.end(), [&](const Op& o) { return o.seq == f.seq; });
-        if (it != r.ops.end() && it->state == OpState::kCompleted) past.push_back(r.rank);
-      }
       std::string out = fmt::format("HELD on {}: {} cannot finish {}, in flight{}", where(g),
                                     ranks_text(f.ranks, g.nranks), op, since(f)) +
                         lives_text(g, f);
-      if (!past.empty()) {
+      if (!f.past.empty()) {
         out += fmt::format(
             "; {} went past it: a process that stopped or died may not have written its last "
             "lines, so it may have stopped later than this",
-            ranks_text(past, g.nranks));
+            ranks_text(f.past, g.nranks));
       } else if (f.waiting.size() > f.ranks.size()) {
         out += fmt::format("; every rank started it, and {}", waiting_text(job, g, f));
       }
