@@ -150,4 +150,10 @@ const nlohmann::json& json_member(const nlohmann::json& j, const char* key) {
   return *it;
 }
 
+const nlohmann::json* find_member(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
 }  // namespace commtool::files

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -99,5 +100,22 @@ bool json_fits(const nlohmann::json& v) {
 // j[key] of an object read from a file a user may have edited: a usage error naming the key
 // when it is missing, or when `j` is no object.
 const nlohmann::json& json_member(const nlohmann::json& j, const char* key);
+
+// For formats read leniently (another tool's, whose keys drift between its releases): j[key],
+// or null when `j` is no object or has no such key.
+const nlohmann::json* find_member(const nlohmann::json& j, const char* key);
+
+// j[key] as T where it is there and holds a T (a string for std::string; for a number, one
+// json_fits says T holds), else none.
+template <class T>
+std::optional<T> member_as(const nlohmann::json& j, const char* key) {
+  const nlohmann::json* v = find_member(j, key);
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (v == nullptr || !v->is_string()) return std::nullopt;
+  } else {
+    if (v == nullptr || !json_fits<T>(*v)) return std::nullopt;
+  }
+  return v->get<T>();
+}
 
 }  // namespace commtool::files

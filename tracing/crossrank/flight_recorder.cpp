@@ -43,19 +43,10 @@ int rank_of_dump_file(const fs::path& file) {
 
 namespace {
 
-const json* member(const json& j, const char* key) {
-  if (!j.is_object()) return nullptr;
-  auto it = j.find(key);
-  return it == j.end() ? nullptr : &*it;
-}
+using files::find_member;
 
-std::string text_of(const json* v) {
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
-std::optional<int64_t> int_of(const json* v) {
-  if (v == nullptr || !files::json_fits<int64_t>(*v)) return std::nullopt;
-  return v->get<int64_t>();
+std::string text_of(const json& j, const char* key) {
+  return files::member_as<std::string>(j, key).value_or("");
 }
 
 // pg_config's ranks: "[0, 1, 2]" as PyTorch writes them, or a list.
@@ -67,7 +58,7 @@ std::vector<int> ranks_of(const json* v) {
       if (files::json_fits<int>(r)) out.push_back(r.get<int>());
     return out;
   }
-  const std::string s = text_of(v);
+  const std::string s = v->is_string() ? v->get<std::string>() : "";
   int64_t n = -1;
   for (char c : s) {
     if (std::isdigit(static_cast<unsigned char>(c))) {
@@ -117,15 +108,15 @@ std::string dtypes_of(const json* v) {
 std::string site_of(const json* frames) {
   if (frames == nullptr || !frames->is_array()) return "";
   for (const json& f : *frames) {
-    const std::string file = text_of(member(f, "filename"));
+    const std::string file = text_of(f, "filename");
     // Library frames (torch's own, anything installed) come first; the job's code is below.
     if (file.empty() || file.find("/site-packages/") != std::string::npos ||
         file.find("/dist-packages/") != std::string::npos || file.rfind("<", 0) == 0) {
       continue;
     }
-    const std::optional<int64_t> line = int_of(member(f, "line"));
+    const std::optional<int64_t> line = files::member_as<int64_t>(f, "line");
     return fmt::format("{}:{} {}", fs::path(file).filename().string(), line.value_or(0),
-                       text_of(member(f, "name")));
+                       text_of(f, "name"));
   }
   return "";
 }
@@ -196,7 +187,7 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
     try {
       doc = load_document(file);
       if (!doc.is_object() ||
-          (member(doc, "entries") == nullptr && member(doc, "pg_config") == nullptr)) {
+          (find_member(doc, "entries") == nullptr && find_member(doc, "pg_config") == nullptr)) {
         throw usage_error(fmt::format(
             "{}: not a Flight Recorder dump (no entries and no pg_config)", file.string()));
       }
@@ -206,14 +197,15 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
       seen_rank.erase(info.rank);
       continue;
     }
-    const json* entries = member(doc, "entries");
-    info.version = text_of(member(doc, "version"));
-    info.nccl_version = text_of(member(doc, "comm_lib_version"));
-    if (const json* config = member(doc, "pg_config"); config != nullptr && config->is_object()) {
+    const json* entries = find_member(doc, "entries");
+    info.version = text_of(doc, "version");
+    info.nccl_version = text_of(doc, "comm_lib_version");
+    if (const json* config = find_member(doc, "pg_config");
+        config != nullptr && config->is_object()) {
       for (const auto& [name, pg] : config->items()) {
         PgInfo& p = pgs[name];
-        if (p.desc.empty()) p.desc = text_of(member(pg, "desc"));
-        std::vector<int> ranks = ranks_of(member(pg, "ranks"));
+        if (p.desc.empty()) p.desc = text_of(pg, "desc");
+        std::vector<int> ranks = ranks_of(find_member(pg, "ranks"));
         if (p.ranks.empty()) {
           p.ranks = std::move(ranks);
         } else if (!ranks.empty() && ranks != p.ranks) {
@@ -232,18 +224,17 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
           break;
         }
         std::string pg;
-        if (const json* g = member(e, "process_group");
+        if (const json* g = find_member(e, "process_group");
             g != nullptr && g->is_array() && !g->empty() && (*g)[0].is_string()) {
           pg = (*g)[0].get<std::string>();
-        } else if (const std::optional<int64_t> id = int_of(member(e, "pg_id"))) {
+        } else if (const std::optional<int64_t> id = files::member_as<int64_t>(e, "pg_id")) {
           pg = std::to_string(*id);
         }
-        const bool p2p = member(e, "is_p2p") != nullptr && member(e, "is_p2p")->is_boolean() &&
-                         member(e, "is_p2p")->get<bool>();
+        const bool p2p = files::member_as<bool>(e, "is_p2p").value_or(false);
         const std::optional<int64_t> seq =
-            int_of(member(e, p2p ? "p2p_seq_id" : "collective_seq_id"));
-        const std::string name = text_of(member(e, "profiling_name"));
-        const std::string state = text_of(member(e, "state"));
+            files::member_as<int64_t>(e, p2p ? "p2p_seq_id" : "collective_seq_id");
+        const std::string name = text_of(e, "profiling_name");
+        const std::string state = text_of(e, "state");
         if (pg.empty() || !seq || *seq < 0 || name.empty() ||
             (state != "completed" && state != "started" && state != "scheduled")) {
           ++info.left_out;
@@ -253,18 +244,19 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
         Call c;
         c.func = name.rfind("nccl:", 0) == 0 ? name.substr(5) : name;
         c.p2p = p2p;
-        c.count = elements_of(member(e, "input_sizes"));
-        c.datatype = dtypes_of(member(e, "input_dtypes"));
+        c.count = elements_of(find_member(e, "input_sizes"));
+        c.datatype = dtypes_of(find_member(e, "input_dtypes"));
         const std::string key = p2p ? pg + " p2p" : pg;
         Rank& r = ranks[key];
-        const std::string site = site_of(member(e, "frames"));
-        r.ops.push_back({.seq = static_cast<uint64_t>(*seq),
-                         .call = fr.job.call(c),
-                         .site = site.empty() ? kNoSite : fr.job.site(site),
-                         .state = state == "completed" ? OpState::kCompleted
-                                  : state == "started" ? OpState::kStarted
-                                                       : OpState::kScheduled,
-                         .start_wall_ns = int_of(member(e, "time_created_ns")).value_or(0)});
+        const std::string site = site_of(find_member(e, "frames"));
+        r.ops.push_back(
+            {.seq = static_cast<uint64_t>(*seq),
+             .call = fr.job.call(c),
+             .site = site.empty() ? kNoSite : fr.job.site(site),
+             .state = state == "completed" ? OpState::kCompleted
+                      : state == "started" ? OpState::kStarted
+                                           : OpState::kScheduled,
+             .start_wall_ns = files::member_as<int64_t>(e, "time_created_ns").value_or(0)});
         if (state != "completed") fr.job.stuck = true;
       }
     } else if (entries != nullptr) {
@@ -277,7 +269,8 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
           file.string(), info.left_out));
     }
     // A rank of a process group that has no entry in it still took part: an empty history.
-    if (const json* config = member(doc, "pg_config"); config != nullptr && config->is_object()) {
+    if (const json* config = find_member(doc, "pg_config");
+        config != nullptr && config->is_object()) {
       for (const auto& [name, pg] : config->items()) {
         const std::vector<int>& members = pgs[name].ranks;
         if (std::find(members.begin(), members.end(), info.rank) != members.end()) ranks[name];

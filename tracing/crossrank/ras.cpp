@@ -72,22 +72,15 @@ std::string with_commas(std::string_view text, size_t& mended) {
   return out;
 }
 
-const json* member(const json& j, const char* key) {
-  if (!j.is_object()) return nullptr;
-  auto it = j.find(key);
-  return it == j.end() ? nullptr : &*it;
-}
+using files::find_member;
 
 template <class T>
 T value_or(const json& j, const char* key, T fallback) {
-  const json* v = member(j, key);
-  if (v == nullptr || !files::json_fits<T>(*v)) return fallback;
-  return v->get<T>();
+  return files::member_as<T>(j, key).value_or(fallback);
 }
 
 std::string text_or(const json& j, const char* key) {
-  const json* v = member(j, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+  return files::member_as<std::string>(j, key).value_or("");
 }
 
 RasRank rank_of(const json& r, bool missing) {
@@ -97,7 +90,7 @@ RasRank rank_of(const json& r, bool missing) {
   out.pid = value_or<int64_t>(r, "pid", 0);
   out.gpu = value_or<int>(r, "cuda_dev", -1);
   out.missing = missing;
-  if (const json* st = member(r, "status")) {
+  if (const json* st = find_member(r, "status")) {
     out.async_error = value_or<int>(*st, "async_error", 0);
     out.finalize_called = value_or<bool>(*st, "finalize_called", false);
     out.destroy_flag = value_or<bool>(*st, "destroy_flag", false);
@@ -105,7 +98,7 @@ RasRank rank_of(const json& r, bool missing) {
     out.unresponsive = value_or<bool>(*st, "unresponsive", false);
     out.considered_dead = value_or<bool>(*st, "considered_dead", false);
   }
-  if (const json* counts = member(r, "collective_counts"); counts && counts->is_object()) {
+  if (const json* counts = find_member(r, "collective_counts"); counts && counts->is_object()) {
     for (const auto& [kind, n] : counts->items())
       if (files::json_fits<uint64_t>(n)) out.counts[kind] = n.get<uint64_t>();
   }
@@ -116,7 +109,7 @@ RasStatus from_json(const json& doc, const std::string& source) {
   RasStatus s;
   s.json = true;
   s.nccl_version = text_or(doc, "nccl_version");
-  const json* comms = member(doc, "communicators");
+  const json* comms = find_member(doc, "communicators");
   if (comms == nullptr || !comms->is_array()) {
     throw usage_error(fmt::format("{}: a RAS answer without \"communicators\"", source));
   }
@@ -129,7 +122,7 @@ RasStatus from_json(const json& doc, const std::string& source) {
     comm.hash = text_or(c, "hash");
     comm.size = value_or<int>(c, "size", 0);
     for (const char* list : {"ranks", "missing_ranks"}) {
-      const json* rs = member(c, list);
+      const json* rs = find_member(c, list);
       if (rs == nullptr || !rs->is_array()) continue;
       for (const json& r : *rs) {
         if (++ranks > kMaxRasRanks) {
