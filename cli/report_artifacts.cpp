@@ -43,6 +43,14 @@ std::string head_of(const fs::path& p) {
   return head;
 }
 
+// The list of `a` a file with these first bytes belongs in; none for what is none of them.
+std::vector<fs::path>* list_for(JobArtifacts& a, const std::string& head) {
+  if (crossrank::looks_like_ras(head)) return &a.ras;
+  if (crossrank::looks_like_flight_recorder(head)) return &a.dumps;
+  if (crossrank::looks_like_nccl_log(head)) return &a.logs;
+  return nullptr;
+}
+
 }  // namespace
 
 JobArtifacts find_job_artifacts(const std::vector<std::string>& paths) {
@@ -55,45 +63,35 @@ JobArtifacts find_job_artifacts(const std::vector<std::string>& paths) {
     if (!fs::is_directory(p, ec)) {
       // Not a regular file (a FIFO, a device): refused by the reader, naming what it is.
       if (!fs::is_regular_file(p, ec)) files::read_input_file(p);
-      const std::string head = head_of(p);
-      if (crossrank::looks_like_ras(head)) {
-        out.ras.emplace_back(p);
-      } else if (crossrank::looks_like_flight_recorder(head)) {
-        out.dumps.emplace_back(p);
-      } else if (crossrank::looks_like_nccl_log(head)) {
-        out.logs.emplace_back(p);
-      } else {
+      std::vector<fs::path>* list = list_for(out, head_of(p));
+      if (list == nullptr) {
         throw usage_error(fmt::format(
             "report {}: neither a saved run, a recording, a Flight Recorder dump (a pickle, or "
             "JSON with pg_config and entries), an answer of NCCL's RAS nor NCCL's log",
             p));
       }
+      list->emplace_back(p);
       continue;
     }
-    std::vector<fs::path> dumps, ras, logs;
+    JobArtifacts here;  // this directory's, sorted before they join the others
+    size_t files_found = 0;
     for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
       if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
-      const std::string head = head_of(it->path());
-      if (crossrank::looks_like_ras(head)) {
-        ras.push_back(it->path());
-      } else if (crossrank::looks_like_flight_recorder(head)) {
-        dumps.push_back(it->path());
-      } else if (crossrank::looks_like_nccl_log(head)) {
-        logs.push_back(it->path());
-      }
-      if (dumps.size() + ras.size() + logs.size() > kMaxArtifactFiles) {
-        throw usage_error(
-            fmt::format("report {}: more than {} files to read", p, kMaxArtifactFiles));
+      if (std::vector<fs::path>* list = list_for(here, head_of(it->path()))) {
+        list->push_back(it->path());
+        if (++files_found > kMaxArtifactFiles) {
+          throw usage_error(
+              fmt::format("report {}: more than {} files to read", p, kMaxArtifactFiles));
+        }
       }
     }
     if (ec) throw usage_error(fmt::format("report {}: {}", p, ec.message()));
-    std::sort(dumps.begin(), dumps.end());
-    std::sort(ras.begin(), ras.end());
-    std::sort(logs.begin(), logs.end());
-    out.logs.insert(out.logs.end(), logs.begin(), logs.end());
-    out.found.insert(dumps.begin(), dumps.end());
-    out.dumps.insert(out.dumps.end(), dumps.begin(), dumps.end());
-    out.ras.insert(out.ras.end(), ras.begin(), ras.end());
+    for (auto [from, to] :
+         {std::pair{&here.dumps, &out.dumps}, {&here.ras, &out.ras}, {&here.logs, &out.logs}}) {
+      std::sort(from->begin(), from->end());
+      to->insert(to->end(), from->begin(), from->end());
+    }
+    out.found.insert(here.dumps.begin(), here.dumps.end());
   }
   return out;
 }
