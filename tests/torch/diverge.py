@@ -37,6 +37,8 @@ import sys
 import time
 from datetime import timedelta
 
+from collectives import free_port  # beside this file
+
 CASES = ("clean", "func", "gather", "size", "dtype", "redop", "root", "skip", "extra", "exit",
          "stop", "sleep")
 
@@ -56,12 +58,6 @@ def parse_args(argv):
     p.add_argument("--ras-after", type=float, default=4.0)
     p.add_argument("--port", type=int, default=0)
     return p.parse_args(argv)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ras_query(json_format, timeout=10.0):
