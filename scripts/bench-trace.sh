@@ -19,7 +19,7 @@ anchors=${2:-${ANCHORS:-}}
 mkdir -p "$out"
 bin=build/cli/commtool
 torch_nccl=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2
-# Compare with what PyTorch measured (README): use PyTorch's own NCCL where it is installed.
+# Compare with what PyTorch measured (PERFORMANCE.md): use PyTorch's own NCCL where it is installed.
 if [[ -z ${COMMTOOL_NCCL_LIBRARY:-} && -e $torch_nccl ]]; then export COMMTOOL_NCCL_LIBRARY=$torch_nccl; fi
 
 # Saved runs (thousands of records) stay out of OUT_DIR; their reports go in.

@@ -99,14 +99,14 @@ TEST(Layers, OnlyTheMpiPluginIncludesMpiH) {
   EXPECT_EQ(includers, std::vector<std::string>{"probes/base/cluster/mpi_plugin.cpp"});
 }
 
-// The README's Layout section names every source folder, so the map a newcomer reads is the
-// tree they find.
-TEST(Layers, TheReadmeLayoutNamesEveryFolder) {
+// DEVELOPMENT.md's Layout section names every source folder, so the map a newcomer reads is
+// the tree they find.
+TEST(Layers, TheDevelopmentLayoutNamesEveryFolder) {
   const fs::path root = COMMTOOL_SOURCE_DIR;
-  std::ifstream in(root / "README.md");
+  std::ifstream in(root / "DEVELOPMENT.md");
   const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t start = readme.find("\n## Layout\n");
-  ASSERT_NE(start, std::string::npos) << "README.md has no Layout section";
+  ASSERT_NE(start, std::string::npos) << "DEVELOPMENT.md has no Layout section";
   const std::string layout = readme.substr(start, readme.find("\n## ", start + 1) - start);
   for (const char* top : {"cli", "probes", "tracing", "reports"}) {
     EXPECT_NE(layout.find(std::string(top) + "/"), std::string::npos) << top;
@@ -114,7 +114,8 @@ TEST(Layers, TheReadmeLayoutNamesEveryFolder) {
       if (!entry.is_directory()) continue;
       const std::string name = entry.path().filename().string() + "/";
       EXPECT_NE(layout.find(name), std::string::npos)
-          << fs::relative(entry.path(), root).generic_string() << " is not in README's Layout";
+          << fs::relative(entry.path(), root).generic_string()
+          << " is not in DEVELOPMENT.md's Layout";
     }
   }
 }
