@@ -16,8 +16,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/device_list.hpp"
+#include "cli/help_format.hpp"
 #include "cli/mpi_run.hpp"
 #include "cli/option_names.hpp"
+#include "cli/parse_errors.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/output_file.hpp"
 
@@ -30,8 +32,8 @@ const char* const kExitCodeHelp =
     "     needing more memory than commtool's limits (checked before any GPU is used)\n"
     "  3  the machine lacks what was asked: no GPU, no NCCL, no P2P\n"
     "  4  a measurement failed verification: the data was wrong\n"
-    "  5  a timeout or a hang was detected; report and record: also ranks that disagree\n"
-    "     (another collective, size, type or root) or a rank missing\n"
+    "  5  a timeout or a hang was detected; report and record: also ranks that\n"
+    "     disagree (another collective, size, type or root) or a rank missing\n"
     "\n"
     "See man commtool for every option and what each figure means.";
 
@@ -67,7 +69,8 @@ namespace {
 void add_global_options(CLI::App& app, GlobalOptions& global, bool& version) {
   app.add_flag("--version", version,
                "Print commtool's version and the CUDA, driver, NCCL and CUPTI versions found");
-  app.add_flag("--json", global.json, "Print one JSON document (with schema_version)");
+  app.add_flag("--json", global.json,
+               "Print one JSON document (with schema_version); --version too");
   app.add_option("--output", global.output,
                  "Write the report to FILE (whole or not at all) instead of standard output")
       ->check(non_empty_path())
@@ -92,6 +95,9 @@ void add_global_options(CLI::App& app, GlobalOptions& global, bool& version) {
       ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
   app.add_flag("-v,--verbose", global.verbose, "Say what is being done and how long it took");
+  app.add_flag("-q,--quiet", global.quiet,
+               "No progress line (one updating line on standard error, shown only when it is a "
+               "terminal, for work that can take more than a few seconds)");
   app.add_flag("--mpi", global.mpi,
                "Run as one rank of an MPI job (mpirun or srun start one commtool per rank): topo "
                "gathers every rank's node and rank 0 prints the cluster view; probe measures "
@@ -254,30 +260,33 @@ void refuse_silent_values(CLI::App& app) {
 
 }  // namespace
 
-int run(int argc, char** argv) {
-  CLI::App app{"commtool: why GPU communication on this machine is slow or stuck", "commtool"};
+std::unique_ptr<CommandLine> make_command_line() {
+  auto cl = std::make_unique<CommandLine>();
+  CLI::App& app = cl->app;
+  app.formatter(help_formatter(help_width()));  // before the subcommands, which inherit it
   app.footer(kExitCodeHelp);
-  // CLI11's own messages quote values whole and raw: through the same escaping as ours, on one
-  // line, with commtool's prefix.
-  app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
-    std::string text = "commtool: " + printable_message(e.what(), /*one_line=*/true) + "\n";
-    if (failed->get_help_ptr() != nullptr) text += "Run with --help for more information.\n";
-    return text;
-  });
+  // CLI11's errors in commtool's words, through the same escaping as every message, with the
+  // subcommand named and the option or subcommand probably meant.
+  app.failure_message(
+      [](const CLI::App* root, const CLI::Error& e) { return parse_error_text(*root, e); });
   app.fallthrough();  // global options may follow the subcommand: commtool topo --json
   app.require_subcommand(0, 1);
+  add_global_options(app, cl->global, cl->version);
 
-  GlobalOptions global;
-  bool version = false;
-  add_global_options(app, global, version);
-
-  Runner topo = register_topo(app, global);
-  Runner probe = register_probe(app, global);
-  Runner trace = register_trace(app, global);
-  Runner report = register_report(app, global);
-  Runner diagnose = register_diagnose(app, global);
-  Runner record = register_record(app, global);
+  const GlobalOptions& global = cl->global;
+  cl->runners = {
+      {"topo", register_topo(app, global)},         {"probe", register_probe(app, global)},
+      {"trace", register_trace(app, global)},       {"report", register_report(app, global)},
+      {"diagnose", register_diagnose(app, global)}, {"record", register_record(app, global)}};
   refuse_silent_values(app);
+  return cl;
+}
+
+int run(int argc, char** argv) {
+  std::unique_ptr<CommandLine> cl = make_command_line();
+  CLI::App& app = cl->app;
+  GlobalOptions& global = cl->global;
+  const bool& version = cl->version;
 
   global.launch = cluster::detect_launcher();
   std::vector<std::string> args =
@@ -304,7 +313,7 @@ int run(int argc, char** argv) {
 
   try {
     if (version) {
-      if (!global.launch.several_ranks() || global.launch.rank <= 0) print_version();
+      if (!global.launch.several_ranks() || global.launch.rank <= 0) print_version(global);
       return 0;
     }
     if (app.get_subcommands().empty()) {
@@ -323,16 +332,12 @@ int run(int argc, char** argv) {
     // Under MPI rank 0 alone writes the report.
     const bool writes = !global.launch.several_ranks() || global.launch.rank <= 0;
     if (!global.output.empty() && writes) files::check_writable(global.output, "--output");
-    if (app.got_subcommand("topo")) return topo();
-    if (app.got_subcommand("probe")) return probe();
-    if (app.got_subcommand("trace")) {
-      return under_mpi(global) ? run_as_mpi_rank(global, "trace", trace) : trace();
+    for (const auto& [name, runner] : cl->runners) {
+      if (!app.got_subcommand(name)) continue;
+      if ((name == "trace" || name == "diagnose") && under_mpi(global))
+        return run_as_mpi_rank(global, name, runner);
+      return runner();
     }
-    if (app.got_subcommand("report")) return report();
-    if (app.got_subcommand("diagnose")) {
-      return under_mpi(global) ? run_as_mpi_rank(global, "diagnose", diagnose) : diagnose();
-    }
-    if (app.got_subcommand("record")) return record();
     return static_cast<int>(ExitCode::kUsage);
   } catch (const BadValue& e) {
     return report_error(global, e.code(), user_message(e));

@@ -24,7 +24,8 @@ struct GlobalOptions {
   std::string comm = "blocking";
   nccl::CommMode comm_mode = nccl::CommMode::kBlocking;  // parsed from comm
   int verbose = 0;
-  bool mpi = false;  // --mpi: initialise MPI even where no launcher is recognised
+  bool quiet = false;  // -q: no progress line
+  bool mpi = false;    // --mpi: initialise MPI even where no launcher is recognised
   // The MPI launcher that started this process, if any (read from its environment).
   cluster::LaunchEnvironment launch;
 };

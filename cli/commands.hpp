@@ -5,8 +5,10 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/app.hpp"
@@ -23,6 +25,17 @@ Runner register_trace(CLI::App& app, const GlobalOptions& global);
 Runner register_report(CLI::App& app, const GlobalOptions& global);
 Runner register_diagnose(CLI::App& app, const GlobalOptions& global);
 Runner register_record(CLI::App& app, const GlobalOptions& global);
+
+// The whole command line, built and not yet parsed: the parser, the options it binds, and each
+// subcommand's work by name. run() parses into it; tests walk it (every option of every
+// subcommand, tests/test_cli_vocabulary.cpp). Not movable: the runners hold `global`.
+struct CommandLine {
+  CLI::App app{"commtool: why GPU communication on this machine is slow or stuck", "commtool"};
+  GlobalOptions global;
+  bool version = false;
+  std::vector<std::pair<std::string, Runner>> runners;
+};
+std::unique_ptr<CommandLine> make_command_line();
 
 // Analyses a trace run (measured or loaded), prints it as --json/--output say, and writes the
 // Chrome trace to trace_file unless it is empty. Shared by trace and report.
@@ -45,8 +58,9 @@ JobArtifacts find_job_artifacts(const std::vector<std::string>& paths);
 // for a finding of the dumps or of RAS, else 0.
 int report_job_artifacts(const GlobalOptions& global, const JobArtifacts& artifacts);
 
-// Prints commtool's version and the versions of the GPU stack found at run time.
-void print_version();
+// Prints commtool's version and the versions of the GPU stack found at run time, as text or
+// (--json) one JSON document.
+void print_version(const GlobalOptions& global);
 
 // For a floating-point option, before its CLI::Range: a range check lets NaN through (every
 // comparison with NaN is false), so "nan" and "inf" are refused here, naming the value.

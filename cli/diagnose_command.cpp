@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/size_sweep.hpp"
+#include "cli/vocabulary.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/measure/memory_limit.hpp"
 #include "probes/base/output_file.hpp"
@@ -22,36 +23,39 @@ namespace commtool::cli {
 
 namespace {
 
+// diagnose allreduce runs NCCL and commtool's IPC kernels, which reduce these; diagnose ep's
+// dispatch moves 2- or 1-byte elements (its combine is bfloat16).
+constexpr std::string_view kAllReduceTypes[] = {"half", "float", "bfloat16"};
+constexpr std::string_view kEpTypes[] = {"bfloat16", "f8e4m3", "f8e5m2"};
+
 struct EpOptions {
   tracing::EpPlanRequest plan;
-  std::string dtype = "bf16";
+  std::string dtype = "bfloat16";
   std::string skew = "uniform";
   bool dry_run = false;
   int ranks = 0;  // --ranks, for --dry-run
   int iters = 20;
   int warmup = 5;
   std::string heatmap_file;
-  std::string trace_file;  // --trace: split each phase with CUPTI, write the Perfetto trace
+  bool cupti = false;      // --cupti: the turns again under CUPTI, each phase split
+  std::string trace_file;  // --trace: the Perfetto trace of that run
 };
 
 int dispatch_bytes_per_element(const std::string& dtype) {
-  if (dtype == "bf16" || dtype == "bfloat16") return 2;
-  if (dtype == "fp8") return 1;
-  throw usage_error(fmt::format(
-      "--dtype {}: accepted: bf16 (2 bytes per element) and fp8 (1 byte, a quantised dispatch; "
-      "combine stays bf16)",
-      dtype));
+  return element_type(dtype, kEpTypes) == "bfloat16" ? 2 : 1;
 }
 
 // Every check of the options among themselves, before anything is read or measured.
 void check_ep_options(const EpOptions& o) {
   if (!o.heatmap_file.empty()) files::check_writable(o.heatmap_file, "--heatmap");
+  if (o.cupti && o.dry_run) {
+    throw usage_error(
+        "--cupti: --dry-run measures nothing, so there is nothing to trace; drop one of them");
+  }
   if (!o.trace_file.empty()) {
-    if (o.dry_run) {
-      throw usage_error(fmt::format(
-          "--trace {}: --dry-run measures nothing, so there is nothing to trace; drop one of "
-          "them",
-          o.trace_file));
+    if (!o.cupti) {
+      throw usage_error(fmt::format("--trace {}: the trace is of the run under CUPTI; add --cupti",
+                                    o.trace_file));
     }
     files::check_writable(o.trace_file, "--trace");
   }
@@ -65,16 +69,15 @@ void check_ep_options(const EpOptions& o) {
     throw usage_error(fmt::format(
         "--layer {}: picks a layer of a --routing file, and none is given", o.plan.layer));
   }
-  // Every measured exchange's times (and with --trace its records) stay in memory until the
+  // Every measured exchange's times (and with --cupti its records) stay in memory until the
   // rank reports: routed, uniform and replicated traffic, dispatch and combine each.
   const uint64_t ops = static_cast<uint64_t>(o.plan.replicate > 0 ? 3 : 2) * 2 *
-                       static_cast<uint64_t>(o.iters + o.warmup) * (o.trace_file.empty() ? 1 : 2);
+                       static_cast<uint64_t>(o.iters + o.warmup) * (o.cupti ? 2 : 1);
   if (!o.dry_run && ops > measure::kMaxOperationsPerRank) {
     throw usage_error(fmt::format(
         "--iters {}: {} operations per rank (warm-up included{}), each kept in memory until the "
         "rank reports; the limit is {}",
-        o.iters, ops, o.trace_file.empty() ? "" : ", twice with --trace",
-        measure::kMaxOperationsPerRank));
+        o.iters, ops, o.cupti ? ", twice with --cupti" : "", measure::kMaxOperationsPerRank));
   }
   if (!o.plan.routing_file.empty() && o.skew != "uniform") {
     throw usage_error(fmt::format("--skew {}: --routing {} gives the routing; drop one of them",
@@ -116,7 +119,7 @@ int run_ep(const GlobalOptions& global, const EpOptions& o) {
     q.devices = global.rank_devices;
     q.timeout_s = global.timeout_s;
     q.comm = global.comm_mode;
-    q.trace = !o.trace_file.empty();
+    q.trace = o.cupti;
     measured = std::make_unique<tracing::EpMeasurement>(tracing::run_ep_measurement(q));
   }
   const reports::EpDiagnosis d = reports::diagnose_ep(setup, measured.get());
@@ -148,14 +151,7 @@ int run_allreduce(const GlobalOptions& global, const AllReduceOptions& o) {
   files::check_distinct({{"--output", global.output}, {"--plot", o.plot_file}});
   tracing::AllReduceSweepRequest q;
   q.sizes = size_sweep(o.minbytes, o.maxbytes, o.stepfactor);
-  const auto t = tracing::parse_data_type(o.dtype);
-  if (!t) {
-    throw usage_error(
-        fmt::format("--dtype {}: accepted: float, bfloat16, half (and the other "
-                    "types of trace, for NCCL only)",
-                    o.dtype));
-  }
-  q.dtype = *t;
+  q.dtype = *tracing::parse_data_type(element_type(o.dtype, kAllReduceTypes));
   q.iters = o.iters;
   q.warmup = o.warmup;
   q.devices = global.rank_devices;
@@ -175,8 +171,12 @@ CLI::App* add_allreduce(CLI::App* diagnose, AllReduceOptions* a) {
       "allreduce",
       "Which all-reduce path wins at which size here: NCCL's default, each NCCL "
       "algorithm and protocol, and commtool's CUDA-IPC one-shot and two-shot");
-  ar->add_option("-b,--minbytes", a->minbytes, "Smallest size per rank")->capture_default_str();
-  ar->add_option("-e,--maxbytes", a->maxbytes, "Largest size per rank")->capture_default_str();
+  ar->add_option("-b,--minbytes", a->minbytes, "Smallest size per rank")
+      ->type_name("SIZE")
+      ->capture_default_str();
+  ar->add_option("-e,--maxbytes", a->maxbytes, "Largest size per rank")
+      ->type_name("SIZE")
+      ->capture_default_str();
   ar->add_option("-f,--stepfactor", a->stepfactor, "Multiply the size by this each step")
       ->check(CLI::Range(2, 1024))
       ->capture_default_str();
@@ -186,7 +186,8 @@ CLI::App* add_allreduce(CLI::App* diagnose, AllReduceOptions* a) {
   ar->add_option("-w,--warmup", a->warmup, "Unmeasured calls before them")
       ->check(CLI::Range(0, 10000))
       ->capture_default_str();
-  ar->add_option("-d,--dtype", a->dtype, "Element type: float, bfloat16 or half")
+  ar->add_option("-d,--dtype", a->dtype, element_type_help(kAllReduceTypes))
+      ->type_name("TYPE")
       ->capture_default_str();
   ar->add_option("--plot", a->plot_file, "Draw time against size per path (SVG, log-log)")
       ->check(non_empty_path())
@@ -206,7 +207,9 @@ void add_ep(CLI::App* diagnose, EpOptions* o) {
   ep->add_option("--hidden", c.hidden, "Hidden size: elements per token")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  ep->add_option("--dtype", o->dtype, "Dispatch element type: bf16 or fp8 (combine is bf16)")
+  ep->add_option("-d,--dtype", o->dtype,
+                 element_type_help(kEpTypes) + "; the dispatch's, the combine is bfloat16")
+      ->type_name("TYPE")
       ->capture_default_str();
   ep->add_option("--experts", c.experts, "Routed experts")
       ->check(CLI::Range(1, tracing::kMaxExperts))
@@ -250,11 +253,13 @@ void add_ep(CLI::App* diagnose, EpOptions* o) {
   ep->add_option("--heatmap", o->heatmap_file, "Write the dispatch matrix as an SVG heat map")
       ->check(non_empty_path())
       ->type_name("FILE.svg");
+  ep->add_flag("--cupti", o->cupti,
+               "Run the turns again under CUPTI: split each phase into host enqueue, input "
+               "wait, kernel and exposed wait per rank");
   ep->add_option("--trace", o->trace_file,
-                 "Run the turns again under CUPTI: split each phase into host enqueue, input "
-                 "wait, kernel and exposed wait per rank, and write a Chrome/Perfetto trace")
+                 "Write a Chrome/Perfetto trace (JSON) of the --cupti run to FILE")
       ->check(non_empty_path())
-      ->type_name("FILE.json");
+      ->type_name("FILE");
 }
 
 }  // namespace

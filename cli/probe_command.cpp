@@ -90,15 +90,16 @@ Runner register_probe(CLI::App& app, const GlobalOptions& global) {
                 "Host round-trip and small-copy latency per GPU, and the peer load latency "
                 "matrix");
   cmd->add_option("--size", options->size, "Bytes per copy for bandwidth (512MiB, 64K, 1G, ...)")
+      ->type_name("SIZE")
       ->capture_default_str();
-  cmd->add_option("--iters", q.iters, "Copies per timed batch")
+  cmd->add_option("-n,--iters", q.iters, "Copies per timed batch")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--repeats", q.repeats, "Timed batches; the median is reported")
+  cmd->add_option("--batches", q.batches, "Timed batches; the median and the spread are over them")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--warmup", q.warmup, "Untimed batches before them")
-      ->check(CLI::Range(0, 100))
+  cmd->add_option("-w,--warmup", q.warmup, "Untimed copies before the first batch")
+      ->check(CLI::Range(0, 10000))
       ->capture_default_str();
   cmd->add_flag("--csv", options->csv, "One CSV row per measurement");
   cmd->add_option("--chase-lines", q.chase_lines)->group("")->check(CLI::Range(2, 1 << 24));

@@ -1,4 +1,4 @@
-// commtool record [--out DIR] [--cupti] [--hang-timeout S [--kill-on-hang]] -- CMD ...: runs an
+// commtool record [--save DIR] [--cupti] [--hang-timeout S [--kill-on-hang]] -- CMD ...: runs an
 // unmodified job under commtool's NCCL profiler plugin (tracing/record/record_run), with --cupti
 // also under its CUPTI layer (tracing/profiler/cupti_mode.cpp), and, while it
 // runs, reads the recording with the reader and standing rules `commtool report DIR` uses
@@ -89,7 +89,7 @@ int run_record_command(const GlobalOptions& global, const RecordOptions& o, CLI:
 
   record::LiveRecording live;
   const record::RecordOutcome outcome = record::run_recording(q, live.hooks());
-  // The directory is the user's own word (--out) and may hold anything: escaped as every message.
+  // The directory is the user's own word (--save) and may hold anything: escaped as every message.
   std::cerr << printable_message(fmt::format("commtool record: the job {} after {:.1f} s. {}\n",
                                              outcome.how_ended, outcome.wall_s, live.summary()));
   std::cerr << printable_message(
@@ -126,8 +126,8 @@ Runner register_record(CLI::App& app, const GlobalOptions& global) {
                   "The job and its arguments, after --, passed unchanged (the exit status is "
                   "the job's, or 5 for a hang, ranks that disagree or a rank missing)")
       ->type_name("-- CMD [ARG...]");
-  cmd->add_option("--out", o->out_dir,
-                  "The recording's directory: new, or empty (default "
+  cmd->add_option("--save", o->out_dir,
+                  "Write the recording in DIR, for commtool report: new, or empty (default "
                   "commtool-record-<UTC date-time> here)")
       ->check(non_empty_path())
       ->type_name("DIR");

@@ -86,7 +86,9 @@ Runner register_topo(CLI::App& app, const GlobalOptions& global) {
                   "under MPI, %r is the rank")
       ->check(non_empty_path())
       ->type_name("DIR");
-  cmd->add_flag("--dot", options->dot, "Print the PCIe tree and NVLinks as Graphviz (dot -Tsvg)");
+  cmd->add_flag("--dot", options->dot,
+                "Print the PCIe tree and NVLinks as Graphviz (draw it with dot -Tsvg, from the "
+                "graphviz package)");
   return [&global, options] {
     if (options->dot && global.json) {
       throw usage_error("--dot and --json both choose the output format; give one");

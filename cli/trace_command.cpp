@@ -11,6 +11,7 @@
 #include "build_info.hpp"
 #include "cli/commands.hpp"
 #include "cli/size_sweep.hpp"
+#include "cli/vocabulary.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/input_file.hpp"
 #include "probes/base/measure/byte_size.hpp"
@@ -29,6 +30,10 @@ namespace commtool::cli {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Every type NCCL reduces and commtool can check exactly (tracing/collectives/collective_data).
+constexpr std::string_view kTraceTypes[] = {"int8",   "uint8", "int32", "uint32", "int64",
+                                            "uint64", "half",  "float", "double", "bfloat16"};
 
 struct TraceOptions {
   tracing::TraceRequest request;
@@ -123,14 +128,7 @@ tracing::TraceRequest build_request(const GlobalOptions& global, TraceOptions& o
         o.collective));
   }
   q.collective = *c;
-  auto t = tracing::parse_data_type(o.dtype);
-  if (!t) {
-    throw usage_error(fmt::format(
-        "--dtype {}: accepted: int8, uint8, int32, uint32, int64, uint64, half, float, double, "
-        "bfloat16 (and float16, float32, float64, bf16)",
-        o.dtype));
-  }
-  q.dtype = *t;
+  q.dtype = *tracing::parse_data_type(element_type(o.dtype, kTraceTypes));
   auto op = tracing::parse_reduce_op(o.op);
   if (!op) throw usage_error(fmt::format("--op {}: accepted: sum, prod, min, max, avg", o.op));
   q.op = *op;
@@ -258,12 +256,16 @@ Runner register_trace(CLI::App& app, const GlobalOptions& global) {
       "into host enqueue, stream wait and GPU time with CUPTI");
   cmd->add_option("collective", o->collective,
                   "allreduce, allgather, reducescatter, broadcast, reduce, alltoall or sendrecv")
+      ->type_name("COLLECTIVE")
       ->required();
   cmd->add_option("-b,--minbytes", o->minbytes,
                   "Smallest size (nccl-tests' size: the larger "
                   "buffer per rank)")
+      ->type_name("SIZE")
       ->capture_default_str();
-  cmd->add_option("-e,--maxbytes", o->maxbytes, "Largest size")->capture_default_str();
+  cmd->add_option("-e,--maxbytes", o->maxbytes, "Largest size")
+      ->type_name("SIZE")
+      ->capture_default_str();
   cmd->add_option("-f,--stepfactor", o->stepfactor, "Multiply the size by this each step")
       ->check(CLI::Range(2, 1024))
       ->capture_default_str();
@@ -279,7 +281,9 @@ Runner register_trace(CLI::App& app, const GlobalOptions& global) {
                   "place or with --no-baseline; 0: none)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  cmd->add_option("-d,--dtype", o->dtype, "Element type")->capture_default_str();
+  cmd->add_option("-d,--dtype", o->dtype, element_type_help(kTraceTypes))
+      ->type_name("TYPE")
+      ->capture_default_str();
   cmd->add_option("-o,--op", o->op, "Reduction: sum, prod, min, max, avg")->capture_default_str();
   cmd->add_flag("--inplace", q.inplace, "Receive into the send buffer (NCCL's in-place form)");
   cmd->add_option("-r,--root", q.root, "Root rank of broadcast and reduce")

@@ -16,12 +16,12 @@
 #   files    every option or argument that reads a file given a FIFO, a device, a directory, a
 #            mode-000 file, a symlink loop, an empty, truncated, deeply nested, huge or binary
 #            file, a 300-byte name; the same planted inside a sysfs tree, a saved run, a recording
-#   outputs  --output --trace --plot --heatmap --save and record --out at a directory, a missing
+#   outputs  --output --trace --plot --heatmap --save and record --save at a directory, a missing
 #            directory, a long name, /dev/full, another output or an input of the same command,
 #            a symlink another user planted in a sticky world-writable directory; signals while
 #            an output is written
 #   record   record's job: SIGTERM, SIGHUP, SIGINT, SIGUSR1 from another process, ten records
-#            started together in one directory, five into one --out
+#            started together in one directory, five into one --save
 #   report   report of mutated recordings and saved runs (rank >= nranks, negative and u64-max
 #            times, truncated and duplicated lines, control characters, long strings)
 #
@@ -859,9 +859,9 @@ OUT_CMDS=(
   'trace --output|trace allreduce --output @X@|3'
   'diagnose allreduce --plot|diagnose allreduce --plot @X@|3'
   'diagnose ep --heatmap|diagnose ep --heatmap @X@|3'
-  'diagnose ep --trace|diagnose ep --trace @X@|3'
+  'diagnose ep --trace|diagnose ep --cupti --trace @X@|3'
   'probe --output|probe --output @X@|3'
-  'record --out|record --out @X@ -- true|0'
+  'record --save|record --save @X@ -- true|0'
 )
 OUT_KINDS=(dir missing name300 dev-full dev-null loop sticky-link sticky-dangling ro-dir)
 
@@ -894,7 +894,7 @@ out_try() {
   mkdir -p "$d"
   out_dir_setup "$d"
   local isdir=0
-  [[ $label == *--save* || $label == *--out ]] && isdir=1
+  [[ $label == *--save* || $label == *--save ]] && isdir=1
   case $kind in
     dir) x=$d/adir ;;
     missing) x=$d/missing/sub/out ;;
@@ -1042,8 +1042,8 @@ class_outputs() {
   clash_try "trace --save d --output d" '' trace allreduce --save @D@/adir --output @D@/adir
   clash_try "diagnose allreduce --output x --plot x" '' diagnose allreduce --output @D@/x \
     --plot @D@/x
-  clash_try "diagnose ep --heatmap x --trace x" '' diagnose ep --heatmap @D@/x --trace @D@/x
-  clash_try "diagnose ep --output x --trace x" '' diagnose ep --output @D@/x --trace @D@/x
+  clash_try "diagnose ep --heatmap x --trace x" '' diagnose ep --cupti --heatmap @D@/x --trace @D@/x
+  clash_try "diagnose ep --output x --trace x" '' diagnose ep --cupti --output @D@/x --trace @D@/x
   local sig delay
   for sig in TERM INT HUP QUIT; do
     for delay in 0.2 0.6 0.9; do signal_out_try "$sig" "$delay"; done
@@ -1068,7 +1068,7 @@ record_signal_try() {
   mkdir -p "$d"
   T_cwd=$d T_tag=SIG$sig T_ok=$ok T_tmo=15 T_dirs=("$d")
   [[ $sig == KILL ]] && T_procs_ok=1 # left to the note below
-  try_start record "record: SIG$sig from another process" record --out rec -- sh -c "$job"
+  try_start record "record: SIG$sig from another process" record --save rec -- sh -c "$job"
   local id=$TRY
   TS_own[$id]=''
   local i c
@@ -1092,7 +1092,7 @@ class_record() {
   local d id i
   # Without the plugin record is exit 3; a stand-in file lets the job run (true loads no NCCL).
   T_tag=plain
-  try_start record "record -- true" record --out rec -- true
+  try_start record "record -- true" record --save rec -- true
   id=$TRY
   try_finish "$id"
   if ((TS_rc[$id] == 3)); then
@@ -1112,20 +1112,20 @@ class_record() {
   mkdir -p "$d/full"
   echo keep >"$d/full/keep"
   T_cwd=$d T_ok=2
-  try_start record "record --out non-empty" record --out full -- true
+  try_start record "record --save non-empty" record --save full -- true
   id=$TRY
   TS_own[$id]=''
   try_finish "$id"
-  [[ $(ls -A "$d/full") == keep ]] || finding "$id" wrong "a non-empty --out was written into"
+  [[ $(ls -A "$d/full") == keep ]] || finding "$id" wrong "a non-empty --save was written into"
   try_done "$id"
   T_tag=missing-cmd T_ok=2
   d=$W/t/r$((n_try + 1))
   T_cwd=$d
-  try_start record "record --out x -- missing command" record --out x -- ./no-such-command
+  try_start record "record --save x -- missing command" record --save x -- ./no-such-command
   id=$TRY
   TS_own[$id]=''
   try_finish "$id"
-  [[ ! -e $d/x ]] || finding "$id" leftover "--out x left behind by a job that never started"
+  [[ ! -e $d/x ]] || finding "$id" leftover "--save x left behind by a job that never started"
   try_done "$id"
 
   # SIGTERM: record passes it to the job; nothing of the job may outlive record.
@@ -1176,7 +1176,7 @@ class_record() {
   for ((i = 0; i < 10; i++)); do
     T_cwd=$d T_tag="10 together" T_dirs=("$d")
     # shellcheck disable=SC2016  # the job's shell expands it
-    try_start record "record: ten together, default --out" record -- \
+    try_start record "record: ten together, default --save" record -- \
       sh -c 'echo "$COMMTOOL_RECORD_DIR" > told.$$; sleep 1'
     ids+=("$TRY")
   done
@@ -1196,14 +1196,14 @@ class_record() {
 record.json, $told jobs told $uniq distinct paths"
   fi
   for id in "${ids[@]}"; do try_done "$id"; done
-  # Five records into one --out together: one runs, four are refused.
+  # Five records into one --save together: one runs, four are refused.
   d=$W/t/r$((n_try + 1))
   mkdir -p "$d"
   ids=()
   for ((i = 0; i < 5; i++)); do
     T_cwd=$d T_tag="5 into one" T_dirs=("$d")
     # shellcheck disable=SC2016  # the job's shell expands it
-    try_start record "record: five into one --out" record --out same -- \
+    try_start record "record: five into one --save" record --save same -- \
       sh -c 'echo "$COMMTOOL_RECORD_DIR" > told.$$; sleep 1'
     ids+=("$TRY")
   done
@@ -1215,7 +1215,7 @@ record.json, $told jobs told $uniq distinct paths"
     ((TS_rc[$id] == 2)) && ((twos++))
   done
   if ((zeros != 1 || twos != 4)); then
-    finding "${ids[0]}" wrong "five records into one --out: $zeros ran (exit 0), $twos refused \
+    finding "${ids[0]}" wrong "five records into one --save: $zeros ran (exit 0), $twos refused \
 (exit 2); jobs told to record there: $(find "$d" -maxdepth 1 -name 'told.*' | wc -l)"
   fi
   for id in "${ids[@]}"; do try_done "$id"; done
@@ -1432,7 +1432,7 @@ main() {
   local probe=$W/t/plugin
   mkdir -p "$probe"
   if ! (cd "$probe" && ulimit -v "$MEM_KB" &&
-    exec env "${clean_env[@]}" timeout 10 "$COMMTOOL" record --out r -- true \
+    exec env "${clean_env[@]}" timeout 10 "$COMMTOOL" record --save r -- true \
       </dev/null >/dev/null 2>&1); then
     : >"$W/in/stand-in-plugin.so"
     PLUGIN_ENV=("COMMTOOL_PROFILER_PLUGIN=$W/in/stand-in-plugin.so")

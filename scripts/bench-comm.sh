@@ -2,7 +2,7 @@
 # Blocking against non-blocking NCCL communicators (--comm), side by side, on the GPU machine:
 # what a framework's blocking call costs on the host against NCCL's hand-off to a thread of its
 # own, untraced and under CUPTI. trace allreduce at one rank (sync mode, the traced/untraced
-# pair per size), diagnose ep --trace at one rank (the issue configuration), and trace at two
+# pair per size), diagnose ep --cupti at one rank (the issue configuration), and trace at two
 # ranks sharing GPU 0 (host figures only: the GPU times of a shared GPU say nothing).
 # Full JSON goes to OUT_DIR; a short table is printed last.
 #   scripts/bench-comm.sh OUT_DIR
@@ -15,7 +15,7 @@ for comm in blocking nonblocking; do
   "$bin" --comm "$comm" trace allreduce -b 8 -e 128M -f 128 -n 50 -w 10 --mode sync --json \
     --output "$out/trace-1-$comm.json"
   "$bin" --comm "$comm" diagnose ep --tokens 4096 --hidden 7168 --experts 64 --topk 8 \
-    --skew zipf:1.2 -n 20 -w 5 --trace "$out/ep-trace-$comm.json" --json \
+    --skew zipf:1.2 -n 20 -w 5 --cupti --trace "$out/ep-trace-$comm.json" --json \
     --output "$out/ep-1-$comm.json"
   "$bin" --devices 0,0 --comm "$comm" trace allreduce -b 1K -e 1M -f 1024 -n 10 -w 2 \
     --mode sync --json --output "$out/trace-2-$comm.json"
@@ -37,7 +37,7 @@ for ranks in (1, 2):
             print(f"{ranks:>5} {comm:<12} {s['bytes']:>10} {cell(s['untraced_time_us']):>24} "
                   f"{cell(s['time_us']):>24} {cell(calls.get(s['bytes'])):>24} "
                   f"{'-' if ratio is None else f'x{ratio:.3f}':>15}")
-print("\ndiagnose ep --trace, one rank, routed traffic (us, median [min-max])")
+print("\ndiagnose ep --cupti, one rank, routed traffic (us, median [min-max])")
 print(f"{'comm':<12} {'phase':<9} {'untraced exchange':>24} {'untraced enqueue':>24} "
       f"{'traced enqueue':>24} {'kernel':>24} {'traced/untraced':>15} {'NCCL thread':>11}")
 for comm in ("blocking", "nonblocking"):

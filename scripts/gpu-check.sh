@@ -45,9 +45,9 @@ step multirank bash -c "scripts/gpu-multirank.sh $out/multirank > $out/multirank
 step probe bash -c "$bin probe | tee $out/probe.txt"
 for n in 2 3 4; do
   placement=$(python3 -c "print(','.join(['0'] * $n))")
-  step ipc-$n "$bin" --devices "$placement" probe --ipc --size 16MiB --iters 2 --repeats 2 --pingpong-rounds 50
+  step ipc-$n "$bin" --devices "$placement" probe --ipc --size 16MiB --iters 2 --batches 2 --pingpong-rounds 50
 done
-step memcheck bash -c "COMMTOOL_NO_START_GATE=1 compute-sanitizer --target-processes all --tool memcheck --error-exitcode 9 $bin probe --h2d --latency --size 4MiB --iters 1 --repeats 1 > /dev/null"
+step memcheck bash -c "COMMTOOL_NO_START_GATE=1 compute-sanitizer --target-processes all --tool memcheck --error-exitcode 9 $bin probe --h2d --latency --size 4MiB --iters 1 --batches 1 > /dev/null"
 step bench bash -c "scripts/bench-probe.sh /tmp/bench '$anchors' > $out/bench.txt"
 step bench-trace bash -c "scripts/bench-trace.sh $out/trace '$anchors' > $out/bench-trace.txt"
 step bench-cupti bash -c "scripts/bench-cupti.sh $out/cupti 2 > $out/bench-cupti.txt"

@@ -31,7 +31,7 @@ if [[ $parts == *record* ]]; then
     d=$out/rec-$c
     rm -rf "$d"
     t0=$(now)
-    timeout 120 "$bin" record --out "$d" --hang-timeout 8 --kill-on-hang -- "${job[@]}" --case "$c" \
+    timeout 120 "$bin" record --save "$d" --hang-timeout 8 --kill-on-hang -- "${job[@]}" --case "$c" \
       > "$out/rec-$c.out" 2> "$out/rec-$c.err"
     rc=$?
     t1=$(now)

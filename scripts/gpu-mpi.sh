@@ -137,7 +137,7 @@ kill_mid_run() {
 step kill-worker expect_hang kill-worker 45 "rank 2 ($host GPU 0) died" -- kill_mid_run
 
 # record of a PyTorch job that mpirun starts (one node: mpirun passes record's environment on).
-step record-np2 "$bin" record --out "$out/record-np2" -- "${mpi[@]}" -np 2 python3 tests/torch/collectives.py --iters 5 --results "$out/record-np2-truth"
+step record-np2 "$bin" record --save "$out/record-np2" -- "${mpi[@]}" -np 2 python3 tests/torch/collectives.py --iters 5 --results "$out/record-np2-truth"
 step record-np2-check python3 tests/torch/check_recording.py "$out/record-np2" "$out/record-np2-truth" --ranks 2
 step record-np2-report bash -c "'$bin' report '$out/record-np2' > '$out/record-np2-report.txt'"
 step nothing-left nothing_left

@@ -37,7 +37,7 @@ recorded() {  # recorded NAME RANKS [--cupti] -- JOB...: record the job, check i
   [[ $1 == --cupti ]] && { cupti=(--cupti); shift; }
   shift
   rm -rf "$out/$name" "$out/$name-truth"
-  step "$name" "$bin" record "${cupti[@]}" --out "$out/$name" -- "$@" --results "$out/$name-truth"
+  step "$name" "$bin" record "${cupti[@]}" --save "$out/$name" -- "$@" --results "$out/$name-truth"
   step "$name-check" python3 tests/torch/check_recording.py "$out/$name" "$out/$name-truth" --ranks "$ranks" "${cupti[@]}"
   step "$name-report" bash -c "'$bin' report '$out/$name' > '$out/$name-report.txt' && '$bin' report '$out/$name' --json > '$out/$name-report.json' && '$bin' report '$out/$name' --trace '$out/$name-trace.json' > /dev/null"
 }
@@ -54,14 +54,14 @@ recorded r4 4 -- python3 -m torch.distributed.run --nproc-per-node 4 --master-po
 # the job killed because asked; then the same without --kill-on-hang: named, left to end itself
 # (rank 1 wakes after 12 s and exits 3; the launcher ends rank 0).
 rm -rf "$out/hang-kill" "$out/hang-left"
-step hang-kill bash -c "'$bin' record --out '$out/hang-kill' --hang-timeout 5 --kill-on-hang -- ${job[*]} --nproc 2 --funcs all_reduce --sizes 1048576 --modes sync --iters 8 --hang-rank 1 --hang-at 3 2> '$out/hang-kill.err'; rc=\$?; cat '$out/hang-kill.err'; test \$rc -ne 0 && grep -q 'looks hung' '$out/hang-kill.err'"
+step hang-kill bash -c "'$bin' record --save '$out/hang-kill' --hang-timeout 5 --kill-on-hang -- ${job[*]} --nproc 2 --funcs all_reduce --sizes 1048576 --modes sync --iters 8 --hang-rank 1 --hang-at 3 2> '$out/hang-kill.err'; rc=\$?; cat '$out/hang-kill.err'; test \$rc -ne 0 && grep -q 'looks hung' '$out/hang-kill.err'"
 step hang-kill-report bash -c "'$bin' report '$out/hang-kill' | tee '$out/hang-kill-report.txt' | grep -Ei 'rank 1'"
-step hang-left bash -c "'$bin' record --out '$out/hang-left' --hang-timeout 4 -- ${job[*]} --nproc 2 --funcs all_reduce --sizes 1048576 --modes sync --iters 8 --hang-rank 1 --hang-at 3 --hang-sleep 12 2> '$out/hang-left.err'; rc=\$?; cat '$out/hang-left.err'; test \$rc -eq 3 && grep -q 'left running' '$out/hang-left.err'"
+step hang-left bash -c "'$bin' record --save '$out/hang-left' --hang-timeout 4 -- ${job[*]} --nproc 2 --funcs all_reduce --sizes 1048576 --modes sync --iters 8 --hang-rank 1 --hang-at 3 --hang-sleep 12 2> '$out/hang-left.err'; rc=\$?; cat '$out/hang-left.err'; test \$rc -eq 3 && grep -q 'left running' '$out/hang-left.err'"
 
 # Not PyTorch: nccl-tests against the system's NCCL (2.28.3), one process, one GPU.
 if [[ -x $anchors/all_reduce_perf ]]; then
   rm -rf "$out/nccl-tests"
-  step nccl-tests bash -c "'$bin' record --out '$out/nccl-tests' -- '$anchors/all_reduce_perf' -b 8 -e 1M -f 4 -g 1 -n 5 -w 1 && ls '$out/nccl-tests/procs' && '$bin' report '$out/nccl-tests' > '$out/nccl-tests-report.txt'"
+  step nccl-tests bash -c "'$bin' record --save '$out/nccl-tests' -- '$anchors/all_reduce_perf' -b 8 -e 1M -f 4 -g 1 -n 5 -w 1 && ls '$out/nccl-tests/procs' && '$bin' report '$out/nccl-tests' > '$out/nccl-tests-report.txt'"
 else
   order+=(nccl-tests); result[nccl-tests]="not run (no ANCHORS_DIR with all_reduce_perf)"
 fi
@@ -84,12 +84,12 @@ recorded rc4 4 --cupti -- python3 -m torch.distributed.run --nproc-per-node 4 --
 prof=(--nproc 2 --funcs all_reduce --modes sync --iters 40 --sizes 1048576 --profile-at 15 --profile-ops 10)
 rm -rf "$out/prof-plain-truth" "$out/prof" "$out/prof-truth"
 step prof-plain "${job[@]}" "${prof[@]}" --results "$out/prof-plain-truth"
-step prof "$bin" record --cupti --out "$out/prof" -- "${job[@]}" "${prof[@]}" --results "$out/prof-truth"
+step prof "$bin" record --cupti --save "$out/prof" -- "${job[@]}" "${prof[@]}" --results "$out/prof-truth"
 step prof-check python3 tests/torch/check_recording.py "$out/prof" "$out/prof-truth" --ranks 2 --cupti --profiled "$out/prof-plain-truth"
 # A job under a CUPTI tool of its own: --cupti steps aside with a warning, the plugin records.
 if [[ -x $anchors/all_reduce_perf ]] && command -v compute-sanitizer > /dev/null; then
   rm -rf "$out/sanitized"
-  step sanitized bash -c "'$bin' record --cupti --out '$out/sanitized' -- compute-sanitizer --tool memcheck '$anchors/all_reduce_perf' -b 8 -e 1K -f 4 -g 1 -n 2 -w 1 2> '$out/sanitized.err'; rc=\$?; cat '$out/sanitized.err'; test \$rc -eq 0 && grep -q 'cupti is off' '$out/sanitized.err' && '$bin' report '$out/sanitized' > '$out/sanitized-report.txt'"
+  step sanitized bash -c "'$bin' record --cupti --save '$out/sanitized' -- compute-sanitizer --tool memcheck '$anchors/all_reduce_perf' -b 8 -e 1K -f 4 -g 1 -n 2 -w 1 2> '$out/sanitized.err'; rc=\$?; cat '$out/sanitized.err'; test \$rc -eq 0 && grep -q 'cupti is off' '$out/sanitized.err' && '$bin' report '$out/sanitized' > '$out/sanitized-report.txt'"
 else
   order+=(sanitized); result[sanitized]="not run (no all_reduce_perf or compute-sanitizer)"
 fi
@@ -133,7 +133,7 @@ def once(ranks, rec, i):
     if rec is not None:
         d = f"{out}/cost-rec"
         shutil.rmtree(d, ignore_errors=True)
-        cmd = [bin, "record"] + rec + ["--out", d, "--"] + cmd
+        cmd = [bin, "record"] + rec + ["--save", d, "--"] + cmd
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0

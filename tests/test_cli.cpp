@@ -6,6 +6,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -55,6 +57,30 @@ TEST(Cli, VersionNamesEveryComponent) {
   }
 }
 
+TEST(Cli, VersionAsJson) {
+  Result r = run("--version --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc.at("schema_version"), 1);
+  for (const char* key :
+       {"commtool", "git_commit", "cuda_runtime", "cuda_driver", "nvidia_driver", "nccl", "cupti"})
+    EXPECT_TRUE(doc.at(key).is_string()) << key;
+}
+
+// The parser's refusals in commtool's words, from the binary as a user runs it.
+TEST(Cli, AMistypedWordIsNamedWithWhatWasMeant) {
+  Result sub = run("tpo");
+  EXPECT_EQ(sub.code, 2);
+  EXPECT_TRUE(contains(sub.out, "commtool: tpo: no such subcommand; did you mean topo?"))
+      << sub.out;
+  Result opt = run("topo --sysfs-rot x");
+  EXPECT_EQ(opt.code, 2);
+  EXPECT_TRUE(contains(opt.out,
+                       "commtool topo: --sysfs-rot: no such option; did you mean "
+                       "--sysfs-root?"))
+      << opt.out;
+}
+
 TEST(Cli, BadDevicesListIsUsageErrorNamingTheValue) {
   Result r = run("topo --devices 0,,3");
   EXPECT_EQ(r.code, 2);
@@ -98,7 +124,7 @@ TEST(CliProbe, BadSizesAreUsageErrorsNamingTheValue) {
 
 TEST(CliProbe, CountsOutOfRangeAreUsageErrors) {
   EXPECT_EQ(run("probe --iters 0").code, 2);
-  EXPECT_EQ(run("probe --repeats 100000").code, 2);
+  EXPECT_EQ(run("probe --batches 100000").code, 2);
 }
 
 TEST(CliProbe, CsvAndJsonTogetherIsUsageError) {
@@ -210,7 +236,7 @@ TEST(Cli, AnOverLongOutputNameIsUsageErrorBeforeAnythingRuns) {
   const std::string name(300, 'n');
   for (const std::string& args :
        {"trace allreduce --trace /tmp/" + name, "trace allreduce --save /tmp/" + name,
-        "topo --output /tmp/" + name, "record --out /tmp/" + name + " -- true"}) {
+        "topo --output /tmp/" + name, "record --save /tmp/" + name + " -- true"}) {
     const Result r = run(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_TRUE(contains(r.out, "is 300 bytes; a file name takes at most 255")) << r.out;
@@ -400,7 +426,7 @@ TEST(CliBeforeHardware, MemoryARequestWouldNeedIsBoundedAndRefused) {
                             "4 worker rank(s) on one GPU with two buffers of 64 GiB each would "
                             "need 512 GiB");
   expect_usage_error_naming("trace allreduce -n 100000", "--iters 100000");
-  expect_usage_error_naming("diagnose ep -n 100000 --replicate 2 --trace /tmp/commtool-ep.json",
+  expect_usage_error_naming("diagnose ep -n 100000 --replicate 2 --cupti",
                             "--iters 100000: 1200060 operations per rank");
 }
 
@@ -489,7 +515,7 @@ TEST(CliMessages, AHugeOrHostileValueIsCutEscapedAndQuotedOnce) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_FALSE(contains(r.out, "\x1b")) << r.out;
   EXPECT_TRUE(contains(r.out, "\\x1b[31mred\\x0aline2")) << r.out;
-  EXPECT_TRUE(r.out.starts_with("commtool: ")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("commtool trace: ")) << r.out;
 }
 
 // An output on an input would replace what the command reads.

@@ -89,7 +89,10 @@ TEST(CliDiagnoseEp, BadValuesAreUsageErrorsNamingThem) {
   EXPECT_TRUE(contains(skew.out, "--skew zipf:-1")) << skew.out;
   Result dtype = run("diagnose ep --dry-run --dtype fp16");
   EXPECT_EQ(dtype.code, 2);
-  EXPECT_TRUE(contains(dtype.out, "--dtype fp16: accepted: bf16")) << dtype.out;
+  EXPECT_TRUE(contains(dtype.out,
+                       "--dtype fp16: not an element type this command runs; "
+                       "accepted: bfloat16, f8e4m3, f8e5m2"))
+      << dtype.out;
   Result ranks = run("diagnose ep --ranks 4");
   EXPECT_EQ(ranks.code, 2);
   EXPECT_TRUE(contains(ranks.out, "--ranks is for --dry-run")) << ranks.out;
@@ -117,19 +120,24 @@ TEST(CliDiagnoseEp, HeatMapIsWrittenWholeAndNotOnFailure) {
   EXPECT_FALSE(fs::exists(bad));
 }
 
-// --trace is checked before anything runs: with --dry-run there is nothing to trace, and an
-// unwritable path is refused before a worker starts (exit 2, no file left behind).
-TEST(CliDiagnoseEp, TraceFileIsRefusedWithDryRunOrWhereItCannotBeWritten) {
+// --cupti and --trace are checked before anything runs: with --dry-run there is nothing to
+// trace, --trace is of the --cupti run, and an unwritable path is refused before a worker
+// starts (exit 2, no file left behind).
+TEST(CliDiagnoseEp, CuptiAndTraceFileAreCheckedFirst) {
   TempDir dir;
   const fs::path file = dir.path / "ep.json";
-  Result dry = run("diagnose ep --dry-run --ranks 4 --trace " + file.string());
+  Result dry = run("diagnose ep --dry-run --ranks 4 --cupti");
   EXPECT_EQ(dry.code, 2) << dry.out;
-  EXPECT_TRUE(contains(dry.out, "--trace " + file.string() + ": --dry-run measures nothing"))
-      << dry.out;
+  EXPECT_TRUE(contains(dry.out, "--cupti: --dry-run measures nothing")) << dry.out;
+  Result alone = run("diagnose ep --tokens 64 --experts 8 --topk 2 --trace " + file.string());
+  EXPECT_EQ(alone.code, 2) << alone.out;
+  EXPECT_TRUE(contains(
+      alone.out, "--trace " + file.string() + ": the trace is of the run under CUPTI; add --cupti"))
+      << alone.out;
   EXPECT_FALSE(fs::exists(file));
   const fs::path nowhere = dir.path / "missing" / "ep.json";
   Result unwritable =
-      run("diagnose ep --tokens 64 --experts 8 --topk 2 --trace " + nowhere.string());
+      run("diagnose ep --tokens 64 --experts 8 --topk 2 --cupti --trace " + nowhere.string());
   EXPECT_EQ(unwritable.code, 2) << unwritable.out;
   EXPECT_TRUE(contains(unwritable.out, "--trace " + nowhere.string() + ": directory"))
       << unwritable.out;
@@ -143,7 +151,10 @@ TEST(CliDiagnoseEp, MeasuringWithoutAGpuIsExitCode3) {
 TEST(CliDiagnoseAllReduce, BadValuesAreUsageErrorsNamingThem) {
   Result d = run("diagnose allreduce -d float8");
   EXPECT_EQ(d.code, 2);
-  EXPECT_TRUE(contains(d.out, "--dtype float8: accepted: float, bfloat16, half")) << d.out;
+  EXPECT_TRUE(contains(d.out,
+                       "--dtype float8: not an element type this command runs; accepted: "
+                       "half, float, bfloat16"))
+      << d.out;
   Result s = run("diagnose allreduce -b 1M -e 1K");
   EXPECT_EQ(s.code, 2);
   EXPECT_TRUE(contains(s.out, "--minbytes 1M is above --maxbytes 1K")) << s.out;

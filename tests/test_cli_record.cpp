@@ -40,9 +40,9 @@ using cli_test::TempDir;
 TEST(CliRecord, TheJobsCommandLineAndExitStatusPassThrough) {
   TempDir tmp;
   const std::string dir = (tmp.path / "rec").string();
-  const Result r = run("record --out " + dir + " sh -c 'echo \"$0 $1\"; exit 7' -x --out");
+  const Result r = run("record --save " + dir + " sh -c 'echo \"$0 $1\"; exit 7' -x --save");
   EXPECT_EQ(r.code, 7) << r.out;
-  EXPECT_NE(r.out.find("-x --out"), std::string::npos) << r.out;  // the job's, not ours
+  EXPECT_NE(r.out.find("-x --save"), std::string::npos) << r.out;  // the job's, not ours
   EXPECT_TRUE(fs::exists(dir + "/record.json"));
   EXPECT_TRUE(fs::is_directory(dir + "/procs"));
 
@@ -50,14 +50,14 @@ TEST(CliRecord, TheJobsCommandLineAndExitStatusPassThrough) {
   // the job's own after it, and without.
   const std::string count_args = "sh -c 'echo \"<$#:$*>\"' zero";
   EXPECT_TRUE(contains(
-      run("record --out " + (tmp.path / "a").string() + " -- " + count_args + " one -- two").out,
+      run("record --save " + (tmp.path / "a").string() + " -- " + count_args + " one -- two").out,
       "<3:one -- two>"));
   EXPECT_TRUE(
-      contains(run("record --out " + (tmp.path / "b").string() + " " + count_args + " --one").out,
+      contains(run("record --save " + (tmp.path / "b").string() + " " + count_args + " --one").out,
                "<1:--one>"));
 
   const std::string dir2 = (tmp.path / "rec2").string();
-  EXPECT_EQ(run("record --out " + dir2 + " -- sh -c 'kill -TERM $$'").code, 128 + 15);
+  EXPECT_EQ(run("record --save " + dir2 + " -- sh -c 'kill -TERM $$'").code, 128 + 15);
 }
 
 TEST(CliRecord, RecordingsOfTheSameSecondGetDirectoriesOfTheirOwn) {
@@ -80,14 +80,14 @@ TEST(CliRecord, RecordingsOfTheSameSecondGetDirectoriesOfTheirOwn) {
 TEST(CliRecord, AJobThatCannotStartIsUsageErrorAndLeavesNoDirectory) {
   TempDir tmp;
   const std::string dir = (tmp.path / "rec").string();
-  const Result r = run("record --out " + dir + " commtool-no-such-program");
+  const Result r = run("record --save " + dir + " commtool-no-such-program");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("commtool-no-such-program"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir));
-  EXPECT_EQ(run("record --out " + dir).code, 2);  // no command at all
-  EXPECT_EQ(run("--json record --out " + dir + " -- true").code, 2);
-  EXPECT_EQ(run("record --out " + dir + " --kill-on-hang -- true").code, 2);
-  EXPECT_EQ(run("record --out " + dir + " --hang-timeout nan -- true").code, 2);
+  EXPECT_EQ(run("record --save " + dir).code, 2);  // no command at all
+  EXPECT_EQ(run("--json record --save " + dir + " -- true").code, 2);
+  EXPECT_EQ(run("record --save " + dir + " --kill-on-hang -- true").code, 2);
+  EXPECT_EQ(run("record --save " + dir + " --hang-timeout nan -- true").code, 2);
   EXPECT_FALSE(fs::exists(dir));
 }
 
@@ -98,7 +98,7 @@ TEST(CliRecord, CuptiInjectsThePluginAndPreloadsItBeforeTheJobsOwn) {
   const std::string dir = (tmp.path / "rec").string();
   unsetenv("CUDA_INJECTION64_PATH");
   const Result r =
-      run("record --cupti --out " + dir +
+      run("record --cupti --save " + dir +
           " -- sh -c 'echo \"inject=$CUDA_INJECTION64_PATH\"; echo \"preload=$LD_PRELOAD\"; "
           "echo \"cupti=$COMMTOOL_CUPTI_LIBRARY\"'");
   EXPECT_EQ(r.code, 0) << r.out;
@@ -122,7 +122,7 @@ TEST(CliRecord, CuptiStepsAsideForAnotherToolsInjection) {
   TempDir tmp;
   const std::string dir = (tmp.path / "rec").string();
   setenv("CUDA_INJECTION64_PATH", "/opt/other-tool/libinject.so", 1);
-  const Result r = run("record --cupti --out " + dir +
+  const Result r = run("record --cupti --save " + dir +
                        " -- sh -c 'echo \"inject=$CUDA_INJECTION64_PATH preload=$LD_PRELOAD\"'");
   unsetenv("CUDA_INJECTION64_PATH");
   EXPECT_EQ(r.code, 0) << r.out;
@@ -202,7 +202,7 @@ bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds lim
 TEST(CliRecord, SigtermToCommtoolEndsTheJobsWholeTreeOrphansIncluded) {
   TempDir tmp;
   const std::string marker = "31.4159" + std::to_string(::getpid());
-  Running r = start_commtool({"record", "--out", (tmp.path / "rec").string(), "--", "sh", "-c",
+  Running r = start_commtool({"record", "--save", (tmp.path / "rec").string(), "--", "sh", "-c",
                               "(sleep " + marker + " &); sleep " + marker + " & wait"},
                              tmp.path / "log");
   ASSERT_TRUE(wait_until([&] { return processes_with("sleep " + marker).size() == 2; }, 10s));
@@ -227,7 +227,7 @@ TEST(CliRecord, SigtermToCommtoolEndsTheJobsWholeTreeOrphansIncluded) {
 TEST(CliRecord, SigintSentByAnotherProcessIsPassedToTheJob) {
   TempDir tmp;
   const fs::path got = tmp.path / "got-int";
-  Running r = start_commtool({"record", "--out", (tmp.path / "rec").string(), "--", "sh", "-c",
+  Running r = start_commtool({"record", "--save", (tmp.path / "rec").string(), "--", "sh", "-c",
                               "trap 'echo int > " + got.string() + "; exit 0' INT; touch " +
                                   (tmp.path / "ready").string() + "; while :; do sleep 0.05; done"},
                              tmp.path / "log");
@@ -241,7 +241,7 @@ TEST(CliRecord, SigintSentByAnotherProcessIsPassedToTheJob) {
 }
 
 // Recordings started together in one directory: every run gets a directory of its own, and
-// every one holds its record.json. With one --out, one run gets it and the rest exit 2.
+// every one holds its record.json. With one --save, one run gets it and the rest exit 2.
 TEST(CliRecord, RunsStartedTogetherNeverShareADirectory) {
   TempDir tmp;
   const std::string bin = COMMTOOL_BINARY;
@@ -263,7 +263,7 @@ TEST(CliRecord, RunsStartedTogetherNeverShareADirectory) {
 
   const std::string same = (tmp.path / "same").string();
   const Result named =
-      cli_test::run_shell("for i in 0 1 2 3 4; do (" + bin + " record --out " + same +
+      cli_test::run_shell("for i in 0 1 2 3 4; do (" + bin + " record --save " + same +
                           " -- sleep 0.5 >/dev/null 2>&1; echo \"rc=$?\") & done; wait");
   size_t ok = 0, refused = 0;
   for (size_t at = named.out.find("rc="); at != std::string::npos;
@@ -289,7 +289,7 @@ TEST(CliRecord, AnOutLinkPlantedByAnotherUserInAStickyDirectoryIsRefused) {
   const fs::path link = shared / "rec";
   fs::create_symlink(victim, link);
   ASSERT_EQ(::lchown(link.c_str(), 65534, 65534), 0);  // nobody's
-  const Result r = run("record --out " + link.string() + " -- true");
+  const Result r = run("record --save " + link.string() + " -- true");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_TRUE(contains(r.out, "refusing to follow the symlink")) << r.out;
   EXPECT_TRUE(fs::is_empty(victim));
@@ -299,7 +299,7 @@ TEST(CliRecord, AnOutLinkPlantedByAnotherUserInAStickyDirectoryIsRefused) {
 TEST(CliRecord, AnOutNameWithControlCharactersIsPrintedEscaped) {
   TempDir tmp;
   const std::string dir = (tmp.path / "a\x1b[31mb").string();
-  const Result r = run("record --out '" + dir + "' -- true");
+  const Result r = run("record --save '" + dir + "' -- true");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(fs::exists(fs::path(dir) / "record.json"));
   EXPECT_FALSE(contains(r.out, "\x1b")) << r.out;
@@ -319,7 +319,7 @@ TEST(CliRecord, AFaultTheRanksShowIsExitFiveWhateverTheJobsStatus) {
                      start_line(0xc0ffee, rank, 0, kMono0, rank == 0 ? "AllReduce" : "Broadcast")});
   }
   const std::string dir = (tmp.path / "rec").string();
-  const Result r = run("record --out " + dir + " -- sh -c 'cp " + lines.string() +
+  const Result r = run("record --save " + dir + " -- sh -c 'cp " + lines.string() +
                        "/*.jsonl \"$COMMTOOL_RECORD_DIR/procs/\"; exit 0'");
   EXPECT_EQ(r.code, 5) << r.out;
   EXPECT_TRUE(contains(r.out,
@@ -327,5 +327,5 @@ TEST(CliRecord, AFaultTheRanksShowIsExitFiveWhateverTheJobsStatus) {
                        "rank 0 called AllReduce op 0"))
       << r.out;
   // Nothing recorded, nothing wrong: the job's status stays.
-  EXPECT_EQ(run("record --out " + (tmp.path / "quiet").string() + " -- true").code, 0);
+  EXPECT_EQ(run("record --save " + (tmp.path / "quiet").string() + " -- true").code, 0);
 }

@@ -346,7 +346,7 @@ TEST_P(GpuMultiRank, DiagnoseEpExchangesBetweenRanksAndSplitsPerRank) {
 TEST_P(GpuMultiRank, ProbeIpcIsLabelledAndJudgesNoLink) {
   const int n = GetParam();
   CliRun r = commtool(
-      fmt::format("--devices {} probe --ipc --size 4MiB --iters 1 --repeats 2 --pingpong-rounds 20",
+      fmt::format("--devices {} probe --ipc --size 4MiB --iters 1 --batches 2 --pingpong-rounds 20",
                   devices(n)));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(r.out.starts_with("SHARED GPU: " + std::to_string(n) + " ranks")) << r.out;

@@ -4,7 +4,7 @@
 bin="$1"
 readme="$2"
 page="$3"
-default=$("$bin" trace --help | sed -n 's/.*--mode TEXT=\([a-z,-]*\).*/\1/p')
+default=$("$bin" trace --help | sed -n 's/.*--mode [A-Z]*=\([a-z,-]*\).*/\1/p')
 [ -n "$default" ] || { echo "commtool trace --help names no default for --mode"; exit 1; }
 case $default in
   all) want="every mode" ;;

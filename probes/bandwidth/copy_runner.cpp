@@ -64,7 +64,9 @@ std::vector<std::vector<double>> CopyRunner::run(const std::vector<CopyJob>& job
   const auto timeout_ns = static_cast<uint64_t>(opt.timeout.count() * 1e9);
   std::vector<std::vector<double>> gbps(jobs.size());
 
-  for (int batch = 0; batch < opt.warmup + opt.repeats; ++batch) {
+  const int untimed = opt.warmup > 0 ? 1 : 0;  // the warm-up batch, of opt.warmup copies
+  for (int batch = 0; batch < opt.batches_run(); ++batch) {
+    const int copies = batch < untimed ? opt.warmup : opt.iters;
     const uint32_t seed = ++impl_->seed;
     // Fresh data and a poisoned destination for every batch, so a copy that did not happen
     // cannot pass the check.
@@ -81,7 +83,7 @@ std::vector<std::vector<double>> CopyRunner::run(const std::vector<CopyJob>& job
       CUDA_TRY(cudaSetDevice(jobs[j].device));
       impl_->gate.hold(states[j]->stream.get(), timeout_ns);
       CUDA_TRY(cudaEventRecord(states[j]->start.get(), states[j]->stream.get()));
-      enqueue_copies(jobs[j], *states[j], opt.iters);
+      enqueue_copies(jobs[j], *states[j], copies);
       CUDA_TRY(cudaEventRecord(states[j]->end.get(), states[j]->stream.get()));
     }
     if (opt.before_release) opt.before_release();
@@ -90,7 +92,7 @@ std::vector<std::vector<double>> CopyRunner::run(const std::vector<CopyJob>& job
     for (size_t j = 0; j < jobs.size(); ++j) {
       cuda::wait_for_event(
           states[j]->end, opt.timeout,
-          fmt::format("{}: {} copies of {} bytes", jobs[j].label, opt.iters, jobs[j].bytes));
+          fmt::format("{}: {} copies of {} bytes", jobs[j].label, copies, jobs[j].bytes));
     }
     if (impl_->gate.timed_out()) {
       throw Error(ExitCode::kTimeout, "the streams were not released within the timeout");
@@ -107,7 +109,7 @@ std::vector<std::vector<double>> CopyRunner::run(const std::vector<CopyJob>& job
                     fmt::format("{}: {} of {} words wrong after batch {} (pattern seed {:#x})",
                                 jobs[j].label, bad[j], jobs[j].bytes / 4, batch, seed + j));
       }
-      if (batch >= opt.warmup) {
+      if (batch >= untimed) {
         double ms = cuda::elapsed_ms(states[j]->start, states[j]->end);
         gbps[j].push_back(static_cast<double>(jobs[j].bytes) * opt.iters / (ms * 1e-3) / 1e9);
       }

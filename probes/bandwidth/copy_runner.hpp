@@ -30,9 +30,11 @@ struct CopyJob {
 };
 
 struct RunOptions {
-  int iters = 8;    // copies per timed batch
+  int iters = 20;   // copies per timed batch
   int repeats = 5;  // timed batches
-  int warmup = 1;   // untimed batches before them
+  int warmup = 5;   // untimed copies before them, in one batch of their own
+  // The batches run, the untimed one included.
+  int batches_run() const { return (warmup > 0 ? 1 : 0) + repeats; }
   std::chrono::duration<double> timeout{60.0};
   int sm_blocks = 0;  // blocks for SM copies; 0: 2 per SM of the device
   // Called once per batch after the work is queued, just before the gate opens: lets copies

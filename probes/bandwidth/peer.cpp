@@ -230,7 +230,7 @@ void measure_ipc_bandwidth(workers::Communicator& comm, const GpuPlacement& gpu,
   RunOptions paired = options.run;
   paired.before_release = [&comm] { comm.barrier(); };
   CopyRunner together(paired);
-  const int batches = options.run.warmup + options.run.repeats;
+  const int batches = options.run.batches_run();
   for (int a = 0; a < size; ++a) {
     for (int b = 0; b < size; ++b) {
       if (a == b) continue;

@@ -97,7 +97,7 @@ namespace {
 json common_task(const ProbeRequest& request) {
   return {{"bytes", request.bytes},
           {"iters", request.iters},
-          {"repeats", request.repeats},
+          {"batches", request.batches},
           {"warmup", request.warmup},
           {"pingpong_rounds", request.pingpong_rounds},
           {"chase_lines", request.chase_lines}};
@@ -216,8 +216,8 @@ ProbeReport run_probes(const ProbeRequest& request) {
 
   const auto timeout = std::chrono::duration<double>(request.timeout_s);
   // A worker shows progress at barriers between measurements; one measurement is up to
-  // warmup + repeats timed batches, each bounded by --timeout.
-  const auto progress = timeout * (request.warmup + request.repeats + 2);
+  // a warm-up batch and the timed ones, each bounded by --timeout.
+  const auto progress = timeout * (request.batches + 3);
   const json common = common_task(request);
   std::vector<std::pair<int, int>> refused;
   run_local_probes(request, all, do_p2p, common, progress, report, refused);

@@ -18,9 +18,9 @@ struct ProbeRequest {
   bool ipc = false;
   bool latency = false;  // all four false: every probe that applies here
   uint64_t bytes = 512ull << 20;
-  int iters = 8;
-  int repeats = 5;
-  int warmup = 1;
+  int iters = 20;   // copies per timed batch
+  int batches = 5;  // timed batches: the median and spread are over them
+  int warmup = 5;   // untimed copies before the first
   int pingpong_rounds = 10000;
   int chase_lines = 4096;  // hidden: lines of the latency probe's pointer chase
   double timeout_s = 60;

@@ -37,7 +37,7 @@ GpuPlacement placement_from(const json& g) {
 RunOptions run_options_from(const json& t, std::chrono::duration<double> timeout) {
   RunOptions r;
   r.iters = t.at("iters").get<int>();
-  r.repeats = t.at("repeats").get<int>();
+  r.repeats = t.at("batches").get<int>();
   r.warmup = t.at("warmup").get<int>();
   r.timeout = timeout;
   return r;
@@ -45,7 +45,7 @@ RunOptions run_options_from(const json& t, std::chrono::duration<double> timeout
 
 LatencyOptions latency_options_from(const json& t, std::chrono::duration<double> timeout) {
   LatencyOptions l;
-  l.repeats = t.at("repeats").get<int>();
+  l.repeats = t.at("batches").get<int>();
   l.chain_lines = t.at("chase_lines").get<size_t>();
   l.timeout = timeout;
   return l;

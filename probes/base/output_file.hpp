@@ -24,7 +24,7 @@ void check_name_length(const std::string& path, const std::string& role);
 // or when its owner also owns the directory. True when the follower must refuse it.
 bool link_is_protected(mode_t dir_mode, uid_t dir_uid, uid_t link_uid, uid_t follower_uid);
 
-// The same rule for a directory commtool writes into (record --out, trace --save): when the
+// The same rule for a directory commtool writes into (record --save, trace --save): when the
 // path's last name is a symlink, each link at its end is checked as link_is_protected() says,
 // and a chain that loops is refused. Throws usage_error naming the link.
 void refuse_planted_links(const std::string& path, const std::string& role);

@@ -199,10 +199,11 @@ std::string render_probe_cluster_text(const ProbeClusterView& view, const probe:
   std::string out = fmt::format(
       "commtool probe across {} node(s), {} MPI rank(s): on each node its lowest rank measured "
       "the node's GPUs in turn, as on one machine; {}\n"
-      "{} per copy, {} copies per timed batch, median of {} batches after {} warm-up; GB/s = "
+      "{} per copy, {} copies per timed batch, median of {} batches after {} warm-up copies; GB/s "
+      "= "
       "1e9 bytes/s, bytes counted once; every batch's data verified\n",
       view.nodes.size(), view.ranks, gpu_counts(view), measure::format_byte_size(q.bytes), q.iters,
-      q.repeats, q.warmup);
+      q.batches, q.warmup);
   out += differ_section(view);
   out += verdict_section(view);
   out += figures_section(view);

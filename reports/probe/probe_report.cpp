@@ -164,8 +164,9 @@ std::string render_probe_text(const ProbeReport& r) {
   }
   out += fmt::format(
       "commtool probe: {} GPU(s); {} per copy, {} copies per timed batch, median of {} batches "
-      "after {} warm-up; GB/s = 1e9 bytes/s, bytes counted once; every batch's data verified\n",
-      r.topology.gpus.size(), measure::format_byte_size(q.bytes), q.iters, q.repeats, q.warmup);
+      "after {} warm-up copies; GB/s = 1e9 bytes/s, bytes counted once; every batch's data "
+      "verified\n",
+      r.topology.gpus.size(), measure::format_byte_size(q.bytes), q.iters, q.batches, q.warmup);
 
   std::vector<const Measurement*> h2d, latency;
   for (const Measurement& m : r.measurements) {
@@ -241,10 +242,10 @@ nlohmann::json measurements_to_json(const std::vector<Measurement>& measurements
 nlohmann::json settings_to_json(const probe::ProbeRequest& q) {
   return {{"bytes", q.bytes},
           {"iters", q.iters},
-          {"repeats", q.repeats},
+          {"batches", q.batches},
           {"warmup", q.warmup},
           {"timeout_s", q.timeout_s},
-          {"statistic", "median of repeats; GB/s = 1e9 B/s, bytes counted once"},
+          {"statistic", "median of batches; GB/s = 1e9 B/s, bytes counted once"},
           {"low_share", probe::kLowShare}};
 }
 

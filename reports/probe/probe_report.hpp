@@ -9,7 +9,8 @@
 
 namespace commtool::reports {
 
-inline constexpr int kProbeSchemaVersion = 1;
+// 2: settings.repeats became settings.batches, and settings.warmup counts copies, not batches.
+inline constexpr int kProbeSchemaVersion = 2;
 
 std::string render_probe_text(const probe::ProbeReport& report);
 nlohmann::json probe_to_json(const probe::ProbeReport& report);

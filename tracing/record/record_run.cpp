@@ -87,7 +87,7 @@ void report_standing(const RecordRequest& q, const RecordHooks& hooks, int& snap
   hooks.poll();
   const std::string text = hooks.standing(stuck);
   const std::string file = fmt::format("{}/standing-{}.txt", q.out_dir, ++snapshots);
-  // The table is commtool's own rendering; what may be anyone's word (the --out path) is escaped.
+  // The table is commtool's own rendering; what may be anyone's word (the --save path) is escaped.
   std::cerr << "commtool record: " << printable_message(why) << "\n"
             << text << "(saved in " << printable_message(file) << ")\n";
   try {
@@ -107,7 +107,7 @@ int make_one_directory(const std::string& dir) {
 }
 
 Error claim_error(const std::string& dir, const std::string& what, int err) {
-  return usage_error(fmt::format("--out {}: {}: {}", excerpt(dir), what, std::strerror(err)));
+  return usage_error(fmt::format("--save {}: {}: {}", excerpt(dir), what, std::strerror(err)));
 }
 
 // The directory is this run's once it made DIR/procs: mkdir is atomic, so of any number of
@@ -119,7 +119,7 @@ RecordingDir claim_named(const std::string& dir) {
     out.existed = true;
     // mkdir does not follow a final symlink; making procs/ inside would. Checked again here, as
     // the link may have been planted since check_request().
-    files::refuse_planted_links(dir, "--out");
+    files::refuse_planted_links(dir, "--save");
   } else if (err != 0) {
     throw claim_error(dir, "cannot create the directory", err);
   }
@@ -127,7 +127,7 @@ RecordingDir claim_named(const std::string& dir) {
   if (int err = make_one_directory(procs); err != 0) {
     if (err == EEXIST || err == ENOTDIR) {
       throw usage_error(fmt::format(
-          "--out {}: {}; a recording needs a directory of its own (name a new one)", excerpt(dir),
+          "--save {}: {}; a recording needs a directory of its own (name a new one)", excerpt(dir),
           err == EEXIST ? "already holds a recording (or another record run is writing it)"
                         : "exists and is not a directory"));
     }
@@ -138,7 +138,7 @@ RecordingDir claim_named(const std::string& dir) {
     if (entry.path().filename() == kProcsDir) continue;
     ::rmdir(procs.c_str());
     throw usage_error(fmt::format(
-        "--out {}: exists and is not an empty directory ({} is in it); a recording needs a "
+        "--save {}: exists and is not an empty directory ({} is in it); a recording needs a "
         "directory of its own (name a new one)",
         excerpt(dir), excerpt(entry.path().filename().string())));
   }
@@ -162,7 +162,7 @@ RecordingDir claim_numbered(const std::string& stem) {
   }
   throw usage_error(
       fmt::format("{} and {} numbered names after it are all taken; name a "
-                  "directory with --out",
+                  "directory with --save",
                   excerpt(stem), kMaxNumberedNames - 1));
 }
 
@@ -186,24 +186,24 @@ void check_request(const RecordRequest& q) {
   if (q.kill_on_hang && !q.hang_timeout_s) {
     throw usage_error("--kill-on-hang needs --hang-timeout: it says when the job counts as hung");
   }
-  if (q.out_dir.empty()) throw usage_error("--out: an empty name; give a directory");
-  files::check_name_length(q.out_dir, "--out");
-  if (q.number_out_dir) files::check_name_length(q.out_dir + "-10000", "--out");
-  files::refuse_planted_links(q.out_dir, "--out");
+  if (q.out_dir.empty()) throw usage_error("--save: an empty name; give a directory");
+  files::check_name_length(q.out_dir, "--save");
+  if (q.number_out_dir) files::check_name_length(q.out_dir + "-10000", "--save");
+  files::refuse_planted_links(q.out_dir, "--save");
   // Said here, before anything is started; claim_named() decides it for good, atomically.
   std::error_code ec;
   const fs::path dir(q.out_dir);
   if (!q.number_out_dir && fs::exists(fs::symlink_status(dir, ec))) {
     if (!fs::is_directory(dir, ec) || !fs::is_empty(dir, ec)) {
       throw usage_error(fmt::format(
-          "--out {}: exists and is not an empty directory; a recording needs a directory of its "
+          "--save {}: exists and is not an empty directory; a recording needs a directory of its "
           "own (name a new one)",
           excerpt(q.out_dir)));
     }
   } else {
     const fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
     if (!fs::is_directory(parent, ec) || ::access(parent.c_str(), W_OK | X_OK) != 0) {
-      throw usage_error(fmt::format("--out {}: cannot be created: {} is not a writable directory",
+      throw usage_error(fmt::format("--save {}: cannot be created: {} is not a writable directory",
                                     excerpt(q.out_dir), excerpt(parent.string())));
     }
   }

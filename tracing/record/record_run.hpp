@@ -80,7 +80,7 @@ struct RecordingDir {
 // ended. Progress lines and the hang report go to standard error.
 //
 // The directory is claimed atomically, so that recordings started together never share one:
-// the run that creates DIR/procs owns DIR (mkdir fails for all but one). With --out, a DIR that
+// the run that creates DIR/procs owns DIR (mkdir fails for all but one). With --save, a DIR that
 // another run holds, or that holds anything else, is exit 2; the default name moves on to the
 // next free number instead.
 RecordOutcome run_recording(const RecordRequest& request, const RecordHooks& hooks);

@@ -1,4 +1,4 @@
-// Reading a recording (`commtool record --out DIR`): DIR/record.json (recording_meta.hpp) and
+// Reading a recording (`commtool record --save DIR`): DIR/record.json (recording_meta.hpp) and
 // one DIR/procs/<host>-<pid>.jsonl per process of the job, which the profiler plugin appends
 // lines to (tracing/profiler/record_line.hpp) while the job runs.
 //
