@@ -22,6 +22,7 @@
 #include "cli/parse_errors.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/output_file.hpp"
+#include "probes/base/progress_line.hpp"
 
 namespace commtool::cli {
 
@@ -320,6 +321,14 @@ int run(int argc, char** argv) {
       std::cerr << app.help() << "\ncommtool: name a subcommand\n";
       return static_cast<int>(ExitCode::kUsage);
     }
+    // The progress line names the command ("commtool diagnose ep"); under MPI only rank 0's.
+    std::string command = "commtool";
+    for (const CLI::App* s = &app; !s->get_subcommands().empty();) {
+      s = s->get_subcommands().front();
+      command += " " + s->get_name();
+    }
+    progress::configure(global.quiet || (global.launch.several_ranks() && global.launch.rank > 0),
+                        command);
     global.device_indices = parse_device_list(global.devices);
     global.rank_devices = parse_device_list(global.devices, /*allow_repeats=*/true);
     const auto comm = nccl::parse_comm_mode(global.comm);

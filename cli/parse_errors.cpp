@@ -138,10 +138,10 @@ std::optional<std::string> did_you_mean(const std::string& word,
 std::string parse_error_text(const CLI::App& root, const CLI::Error& e) {
   const CLI::App& at = reached(root);
   // By type: CLI11 names some errors after the subcommand that raised them.
-  const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
-  const bool required = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
+  const bool is_extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
+  const bool is_required = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
   std::string what;
-  if (extras) {
+  if (is_extras) {
     // A subcommand's leftovers go up to the root (fallthrough), which raises the error.
     std::vector<std::string> extras = at.remaining();
     if (extras.empty()) extras = root.remaining();
@@ -150,10 +150,10 @@ std::string parse_error_text(const CLI::App& root, const CLI::Error& e) {
                            [](const std::string& s) { return s.size() > 1 && s[0] == '-'; });
     if (it == extras.end()) it = extras.begin();
     what = it == extras.end() ? e.what() : unknown_word(at, *it);
-  } else if (required && !subcommand_names(at).empty() &&
+  } else if (is_required && !subcommand_names(at).empty() &&
              std::string(e.what()).find("ubcommand") != std::string::npos) {
     what = fmt::format("name what to run: {}", fmt::join(subcommand_names(at), ", "));
-  } else if (required) {
+  } else if (is_required) {
     what = e.what();
     for (const CLI::Option* o : at.get_options(
              [](const CLI::Option* o) { return o->get_positional() && o->get_required(); })) {

@@ -178,3 +178,31 @@ TEST(CliDiagnoseEp, RanksTableSaysHowTokensWereCounted) {
   EXPECT_TRUE(contains(generated.out, "a token counted once per destination rank"))
       << generated.out;
 }
+
+// The progress line: on a terminal (script(1) gives the run one), a line rewritten in place
+// that names the command, i of n and the time left, erased at the end; with -q, or with
+// standard error not a terminal, not a byte of it. Half a million tokens per rank take ~3 s to
+// route on the development machine: past the second after which the line appears.
+TEST(CliProgress, OneLineOnATerminalNoneWithQuietOrRedirected) {
+  TempDir dir;
+  const std::string args = "diagnose ep --dry-run --tokens 500000 --ranks 8 --json --output " +
+                           (dir.path / "ep.json").string();
+  auto on_terminal = [&](const std::string& extra) {
+    return cli_test::run_shell("script -qfec '" + std::string(COMMTOOL_BINARY) + " " + extra +
+                               args + "' /dev/null");
+  };
+  const Result shown = on_terminal("");
+  ASSERT_EQ(shown.code, 0) << shown.out;
+  EXPECT_TRUE(contains(shown.out, "\rcommtool diagnose ep: ")) << shown.out;
+  EXPECT_TRUE(contains(shown.out, "/8 routing rank ")) << shown.out;
+  EXPECT_TRUE(contains(shown.out, " left\x1b[K")) << shown.out;
+  EXPECT_TRUE(shown.out.ends_with("\r\x1b[K")) << shown.out;  // erased, the cursor at column 0
+
+  const Result quiet = on_terminal("-q ");
+  ASSERT_EQ(quiet.code, 0) << quiet.out;
+  EXPECT_FALSE(contains(quiet.out, "\r")) << quiet.out;
+
+  const Result piped = run(args);  // as long as the one shown above
+  ASSERT_EQ(piped.code, 0) << piped.out;
+  EXPECT_FALSE(contains(piped.out, "\r")) << piped.out;
+}

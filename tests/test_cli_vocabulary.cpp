@@ -93,9 +93,10 @@ TEST(Vocabulary, OneNameHasOneDefaultAndOneValueName) {
       if (fresh) continue;
       // The element type's default is the workload's: float for a collective (nccl-tests'),
       // bfloat16 for a MoE dispatch (as DeepEP sends it).
-      if (long_name(o) != "--dtype")
+      if (long_name(o) != "--dtype") {
         EXPECT_EQ(it->second.default_str, now.default_str)
             << long_name(o) << ": default in " << it->second.where << " and in " << now.where;
+      }
       EXPECT_EQ(it->second.type, now.type)
           << long_name(o) << ": value name in " << it->second.where << " and in " << now.where;
     }

@@ -69,21 +69,38 @@ json run_local(workers::WorkerContext& ctx, const json& task) {
   };
   json measurements = json::array();
   json refused = json::array();
+  // The steps of the progress line: per GPU its host<->device bandwidth and latency, then the
+  // pairs' bandwidth and latency.
+  const int per_gpu = (wants("h2d") ? 1 : 0) + (wants("latency") ? 1 : 0);
+  const bool pairs = gpus.size() > 1;
+  const int total = per_gpu * static_cast<int>(gpus.size()) + (wants("p2p") ? 1 : 0) +
+                    (wants("latency") && pairs ? 1 : 0);
+  int done = 0;
   // A barrier after each piece tells the launcher this worker is making progress.
   for (const GpuPlacement& g : gpus) {
-    if (wants("h2d")) append(measurements, probe_host_device_bandwidth(g, bytes, run));
+    if (wants("h2d")) {
+      ctx.progress.step(done++, total, fmt::format("GPU {} host<->device bandwidth", g.index));
+      append(measurements, probe_host_device_bandwidth(g, bytes, run));
+    }
     ctx.comm.barrier();
-    if (wants("latency")) append(measurements, probe_host_device_latency(g, latency));
+    if (wants("latency")) {
+      ctx.progress.step(done++, total, fmt::format("GPU {} host<->device latency", g.index));
+      append(measurements, probe_host_device_latency(g, latency));
+    }
     ctx.comm.barrier();
   }
   if (wants("p2p")) {
+    ctx.progress.step(done++, total, "GPU<->GPU bandwidth (P2P)");
     std::vector<PeerPair> no_p2p;
     append(measurements, probe_p2p_bandwidth(gpus, bytes, run, &no_p2p));
     for (const PeerPair& p : no_p2p)
       refused.push_back({p.a, p.b});
   }
   ctx.comm.barrier();
-  if (wants("latency") && gpus.size() > 1) append(measurements, probe_p2p_latency(gpus, latency));
+  if (wants("latency") && pairs) {
+    ctx.progress.step(done++, total, "GPU<->GPU latency");
+    append(measurements, probe_p2p_latency(gpus, latency));
+  }
   return {{"measurements", measurements}, {"refused", refused}};
 }
 

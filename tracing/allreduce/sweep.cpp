@@ -11,6 +11,7 @@
 #include "probes/base/error.hpp"
 #include "probes/base/measure/byte_size.hpp"
 #include "probes/base/measure/memory_limit.hpp"
+#include "probes/base/progress_line.hpp"
 #include "probes/topo/rank_placement.hpp"
 #include "tracing/allreduce/ipc_allreduce.hpp"
 #include "tracing/allreduce/ipc_allreduce_task.hpp"
@@ -293,15 +294,25 @@ AllReduceSweep run_allreduce_sweep(const AllReduceSweepRequest& request) {
   AllReduceSweep sweep;
   sweep.placement = placement.summary();
   sweep.dtype = to_string(request.dtype);
+  // Eight runs, each in fresh processes: NCCL's default, its six forced settings, commtool's
+  // IPC kernels (one run for both), NCCL's default again.
+  constexpr int kRuns = 9;
+  progress::Line line;
+  int run = 0;
+  line.update(run++, kRuns, "NCCL default");
   sweep.paths.push_back(nccl_path(request, "", ""));
   for (const char* algo : {"Ring", "Tree"}) {
-    for (const char* proto : {"LL", "LL128", "Simple"})
+    for (const char* proto : {"LL", "LL128", "Simple"}) {
+      line.update(run++, kRuns, fmt::format("NCCL {}/{}", algo, proto));
       sweep.paths.push_back(nccl_path(request, algo, proto));
+    }
   }
+  line.update(run++, kRuns, "commtool's IPC all-reduce");
   for (AllReducePath& p : ipc_paths(request, placement))
     sweep.paths.push_back(std::move(p));
   // Each setting ran in its own processes, one after another, so their times also differ by
   // whatever drifts between runs (clocks, heat): NCCL's default, run again last, measures it.
+  line.update(run++, kRuns, "NCCL default again");
   sweep.default_again = nccl_path(request, "", "");
   return sweep;
 }

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "probes/base/error.hpp"
+#include "probes/base/progress_line.hpp"
 #include "tracing/ep/parse_number.hpp"
 
 namespace commtool::tracing {
@@ -199,11 +200,15 @@ Routing generate_routing(const EpConfig& config) {
   r.selections.assign(config.ranks, std::vector<uint64_t>(config.experts, 0));
   r.token_experts.assign(config.ranks, std::vector<int32_t>(tokens * k));
   std::vector<int32_t> drawn;
+  progress::Line line;  // millions of tokens per rank take seconds
   for (int rank = 0; rank < config.ranks; ++rank) {
     std::mt19937_64 engine(mix(config.seed ^ mix(static_cast<uint64_t>(rank))));
     std::vector<int32_t>& picks = r.token_experts[rank];
-    for (size_t t = 0; t < tokens; ++t)
+    const std::string what = fmt::format("routing rank {}'s {} tokens", rank, tokens);
+    for (size_t t = 0; t < tokens; ++t) {
+      if (t % (1 << 16) == 0) line.update(rank, config.ranks, what);
       sampler.draw(engine, config.topk, &picks[t * k], drawn);
+    }
     for (int32_t e : picks)
       ++r.selections[rank][e];
   }

@@ -51,9 +51,14 @@ struct Phase {
 std::vector<std::vector<ExchangeSample>> run_turns(
     workers::WorkerContext& ctx, ExchangeRunner& runner, const std::vector<Phase>& phases,
     int warmup, int iters, uint32_t& seq, const OperationMark* ids,
-    std::vector<OperationMark>& marks, std::vector<EpTracedExchange>& traced) {
+    std::vector<OperationMark>& marks, std::vector<EpTracedExchange>& traced, int passes) {
   std::vector<std::vector<ExchangeSample>> samples(phases.size());
-  for (int i = 0; i < warmup + iters; ++i) {
+  const int turns = warmup + iters;
+  const int before = ids != nullptr ? turns : 0;  // the progress line counts every pass
+  for (int i = 0; i < turns; ++i) {
+    ctx.progress.step(
+        before + i, passes * turns,
+        fmt::format("{} turn {} of {}", ids != nullptr ? "traced" : "timed", i + 1, turns));
     for (size_t k = 0; k < phases.size(); ++k, ++seq) {
       const Phase& p = phases[k];
       ctx.comm.barrier();  // the ranks start together
@@ -119,12 +124,12 @@ json run_ep(workers::WorkerContext& ctx, const json& task) {
   std::vector<OperationMark> marks;
   EpRankTrace trace_out;
   trace_out.rank = ctx.rank;
-  const std::vector<std::vector<ExchangeSample>> samples =
-      run_turns(ctx, runner, phases, warmup, iters, seq, nullptr, marks, trace_out.exchanges);
+  const std::vector<std::vector<ExchangeSample>> samples = run_turns(
+      ctx, runner, phases, warmup, iters, seq, nullptr, marks, trace_out.exchanges, trace ? 2 : 1);
   if (trace) {
     CuptiTracer tracer;
     const OperationMark ids = tracer.mark_ids(runner.handles());
-    run_turns(ctx, runner, phases, warmup, iters, seq, &ids, marks, trace_out.exchanges);
+    run_turns(ctx, runner, phases, warmup, iters, seq, &ids, marks, trace_out.exchanges, 2);
     trace_out.records = tracer.take();
     trace_out.records.operations = std::move(marks);
     trace_out.clock_note = tracer.clock_note();

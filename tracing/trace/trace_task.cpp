@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probes/base/cuda/cuda_check.hpp"
+#include "probes/base/measure/byte_size.hpp"
 #include "probes/base/nccl/communicator.hpp"
 #include "probes/base/workers/worker.hpp"
 #include "tracing/collectives/nccl_worker.hpp"
@@ -118,13 +119,33 @@ std::string plugin_status(const TaskOptions& o, bool file_exists, size_t records
                           to_string(o.spec.collective), seq, bytes, mode, wrong));
 }
 
+// The task's steps, for the progress line the launcher shows: each size and mode of each pass,
+// each size's batches, each mode's stream-scope samples.
+class Steps {
+ public:
+  Steps(workers::Progress& progress, int total) : progress_(progress), total_(total) {}
+  void begin(const std::string& what) { progress_.step(done_++, total_, what); }
+  ~Steps() { progress_.step(total_, total_, "done"); }
+
+ private:
+  workers::Progress& progress_;
+  int total_;
+  int done_ = 0;
+};
+
+std::string step_name(const char* pass, const TaskOptions& o, uint64_t bytes, CompletionMode mode) {
+  return fmt::format("{} {} {} {}", pass, to_string(o.spec.collective),
+                     measure::format_byte_size(bytes), to_string(mode));
+}
+
 // One pass over every size and mode. The barrier before each operation starts the ranks
 // together and shows the launcher that this worker is making progress.
 void run_pass(workers::WorkerContext& ctx, CollectiveRunner& runner, const TaskOptions& o,
               bool traced, const OperationMark& ids, uint64_t& seq, RankRun& out,
-              std::vector<OperationMark>& marks) {
+              std::vector<OperationMark>& marks, Steps& steps) {
   for (uint64_t bytes : o.sizes) {
     for (const ModeSetting& m : o.modes) {
+      steps.begin(step_name(traced ? "traced" : "untraced", o, bytes, m.mode));
       for (int i = 0; i < o.warmup + o.iters; ++i) {
         ctx.comm.barrier();
         OperationMark mark = ids;
@@ -143,8 +164,12 @@ void run_pass(workers::WorkerContext& ctx, CollectiveRunner& runner, const TaskO
 
 // nccl-tests' statistic: per size, batches of `iters` operations back to back (untraced).
 void run_batches(workers::WorkerContext& ctx, CollectiveRunner& runner, const TaskOptions& o,
-                 uint64_t& seq, RankRun& out) {
+                 uint64_t& seq, RankRun& out, Steps& steps) {
   for (uint64_t bytes : o.sizes) {
+    if (o.batches > 0) {
+      steps.begin(fmt::format("batches {} {}", to_string(o.spec.collective),
+                              measure::format_byte_size(bytes)));
+    }
     for (int b = 0; b < o.batches; ++b) {
       ctx.comm.barrier();
       BatchSample s = runner.run_batch(bytes, o.iters, seq);
@@ -159,8 +184,9 @@ void run_batches(workers::WorkerContext& ctx, CollectiveRunner& runner, const Ta
 }
 
 void run_scope(workers::WorkerContext& ctx, CollectiveRunner& runner, const TaskOptions& o,
-               uint64_t& seq, RankRun& out) {
+               uint64_t& seq, RankRun& out, Steps& steps) {
   for (const ModeSetting& m : o.modes) {
+    if (o.scope_samples > 0) steps.begin(fmt::format("stream scope {}", to_string(m.mode)));
     for (int i = 0; i < o.scope_samples; ++i) {
       ctx.comm.barrier();
       StreamScopeSample s =
@@ -201,22 +227,28 @@ json run_trace(workers::WorkerContext& ctx, const json& task) {
   // Untraced first, before CUPTI records anything, so its figures carry no tracing cost.
   uint64_t seq = 0;
   std::vector<OperationMark> marks;
-  if (o.untraced_pass || !o.cupti) {
+  const bool untraced = o.untraced_pass || !o.cupti;
+  const int points = static_cast<int>(o.sizes.size() * o.modes.size());
+  const int batch_steps = o.batches > 0 ? static_cast<int>(o.sizes.size()) : 0;
+  const int scope_steps = o.scope_samples > 0 ? static_cast<int>(o.modes.size()) : 0;
+  Steps steps(ctx.progress,
+              (untraced ? points + batch_steps : 0) + (o.cupti ? points : 0) + scope_steps);
+  if (untraced) {
     OperationMark ids;
     ids.thread = static_cast<uint32_t>(syscall(SYS_gettid));
-    run_pass(ctx, runner, o, false, ids, seq, out, marks);
-    run_batches(ctx, runner, o, seq, out);
+    run_pass(ctx, runner, o, false, ids, seq, out, marks, steps);
+    run_batches(ctx, runner, o, seq, out, steps);
   }
   if (o.cupti) {
     CuptiTracer tracer;
     const OperationMark ids = tracer.mark_ids(runner.handles());
-    run_pass(ctx, runner, o, true, ids, seq, out, marks);
-    run_scope(ctx, runner, o, seq, out);
+    run_pass(ctx, runner, o, true, ids, seq, out, marks, steps);
+    run_scope(ctx, runner, o, seq, out, steps);
     out.records = tracer.take();
     out.records.operations = std::move(marks);
     out.clock_note = tracer.clock_note();
   } else {
-    run_scope(ctx, runner, o, seq, out);
+    run_scope(ctx, runner, o, seq, out, steps);
   }
   ctx.comm.barrier();
   // The plugin creates its file when NCCL initialises it: the file says it was loaded.

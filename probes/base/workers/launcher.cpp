@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "probes/base/progress_line.hpp"
 #include "probes/base/workers/child_process.hpp"
 #include "probes/base/workers/cluster_group.hpp"
 #include "probes/base/workers/placement.hpp"
@@ -97,6 +98,7 @@ class Group {
   void lost(int rank);
   void report_stall();
   void check_board();
+  void show_progress(const std::vector<RankProgress>& ranks);
   void explain_failure();
   // What each worker's process is doing now (none for one that has ended), by rank.
   std::vector<std::optional<proc::ProcessLook>> look_at_workers() const;
@@ -123,6 +125,7 @@ class Group {
   Clock::time_point last_progress_;
   Clock::time_point last_board_check_;
   int interrupted_by_ = 0;
+  progress::Line line_;  // the line a user at a terminal watches, erased with the group
 };
 
 Group::Group(const std::string& executable, std::vector<WorkerSpec> specs,
@@ -428,6 +431,20 @@ void Group::check_board() {
       return fail(p.rank, stuck_in_step_text(name(p.rank), step_), ExitCode::kTimeout);
     }
   }
+  show_progress(ranks);
+}
+
+// Rank 0's own steps (every rank runs the same task); before it has any, the phase of the
+// rank furthest behind (a slow communicator set-up shows as such).
+void Group::show_progress(const std::vector<RankProgress>& ranks) {
+  if (ranks.empty()) return;
+  const RankProgress& first = ranks.front();
+  if (first.step_total > 0) return line_.update(first.step_done, first.step_total, first.step_what);
+  Phase behind = Phase::kLeaving;
+  for (const RankProgress& p : ranks)
+    behind = std::min(behind, p.phase);
+  line_.update(0, 0,
+               fmt::format("{} worker{} {}", size(), size() == 1 ? "" : "s", to_string(behind)));
 }
 
 // Says where every rank stood when the group failed, from the board; a collective mismatch

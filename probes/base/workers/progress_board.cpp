@@ -19,6 +19,7 @@ namespace commtool::workers {
 namespace {
 
 constexpr int kNameWords = 4;  // names up to 31 characters, packed into atomic words
+constexpr int kStepWords = 6;  // a step's words, up to 47 characters
 constexpr int64_t kWriting = -2;
 
 }  // namespace
@@ -36,6 +37,12 @@ struct alignas(64) Slot {
   std::atomic<int64_t> started;
   std::atomic<int64_t> completed;
   std::atomic<int64_t> busy_since_ns;
+  // The task's own steps, for the progress line: seq-locked like an operation (odd while the
+  // words change).
+  std::atomic<uint64_t> step_seq;
+  std::atomic<uint32_t> step_done;
+  std::atomic<uint32_t> step_total;
+  std::atomic<uint64_t> step_what[kStepWords];
   SharedOperation recent[kRecentOperations];
 };
 
@@ -126,6 +133,23 @@ void Progress::enqueued(int64_t seq, const std::string& name, uint64_t count) {
   slot_->enqueued.store(seq, std::memory_order_release);
 }
 
+void Progress::step(int done, int total, std::string_view what) {
+  if (!slot_) return;
+  const uint64_t seq = slot_->step_seq.load(std::memory_order_relaxed);
+  slot_->step_seq.store(seq + 1, std::memory_order_relaxed);  // odd: being written
+  std::atomic_thread_fence(std::memory_order_release);
+  slot_->step_done.store(static_cast<uint32_t>(std::max(done, 0)), std::memory_order_relaxed);
+  slot_->step_total.store(static_cast<uint32_t>(std::max(total, 0)), std::memory_order_relaxed);
+  char packed[kStepWords * 8] = {};
+  std::memcpy(packed, what.data(), std::min(what.size(), sizeof packed - 1));
+  for (int w = 0; w < kStepWords; ++w) {
+    uint64_t word = 0;
+    std::memcpy(&word, packed + 8 * w, 8);
+    slot_->step_what[w].store(word, std::memory_order_relaxed);
+  }
+  slot_->step_seq.store(seq + 2, std::memory_order_release);
+}
+
 void Progress::started(int64_t seq) {
   if (slot_) slot_->started.store(seq, std::memory_order_release);
 }
@@ -162,6 +186,11 @@ ProgressBoard::ProgressBoard(std::string path, int size)
     s.started.store(-1);
     s.completed.store(-1);
     s.busy_since_ns.store(0);
+    s.step_seq.store(0);
+    s.step_done.store(0);
+    s.step_total.store(0);
+    for (std::atomic<uint64_t>& w : s.step_what)
+      w.store(0);
     for (SharedOperation& e : s.recent)
       e.seq.store(-1);
   }
@@ -181,6 +210,23 @@ RankProgress ProgressBoard::read(int rank) const {
   p.started = s.started.load(std::memory_order_acquire);
   p.completed = s.completed.load(std::memory_order_acquire);
   p.busy_since_ns = s.busy_since_ns.load(std::memory_order_acquire);
+  for (int attempt = 0; attempt < 4; ++attempt) {  // a torn read is retried, then left out
+    const uint64_t seq = s.step_seq.load(std::memory_order_acquire);
+    if (seq % 2 != 0) continue;
+    const uint32_t done = s.step_done.load(std::memory_order_relaxed);
+    const uint32_t total = s.step_total.load(std::memory_order_relaxed);
+    char packed[kStepWords * 8 + 1] = {};
+    for (int w = 0; w < kStepWords; ++w) {
+      uint64_t word = s.step_what[w].load(std::memory_order_relaxed);
+      std::memcpy(packed + 8 * w, &word, 8);
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s.step_seq.load(std::memory_order_relaxed) != seq) continue;
+    p.step_done = static_cast<int>(done);
+    p.step_total = static_cast<int>(total);
+    p.step_what = packed;
+    break;
+  }
   for (int64_t seq = std::max<int64_t>(0, p.enqueued - kRecentOperations + 1); seq <= p.enqueued;
        ++seq) {
     const SharedOperation& e = s.recent[static_cast<size_t>(seq) % kRecentOperations];

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace commtool::workers {
@@ -41,7 +42,10 @@ struct RankProgress {
   int64_t enqueued = -1;  // seq of the last operation handed to NCCL; -1: none yet
   int64_t started = -1;   // the last whose GPU work was seen to start
   int64_t completed = -1;
-  int64_t busy_since_ns = 0;            // CLOCK_MONOTONIC; 0: not inside a bounded step
+  int64_t busy_since_ns = 0;  // CLOCK_MONOTONIC; 0: not inside a bounded step
+  int step_done = 0;          // the task's own steps (Progress::step), 0 of 0: none
+  int step_total = 0;
+  std::string step_what;
   std::vector<OperationRecord> recent;  // the last operations enqueued, oldest first
 };
 
@@ -67,6 +71,9 @@ class Progress {
   void busy();
   void idle();
   void enqueued(int64_t seq, const std::string& name, uint64_t count);
+  // For the progress line the user watches: `done` of the task's `total` steps are finished,
+  // `what` runs now ("allreduce 1 MiB async-wait", up to 47 characters). Rank 0's is shown.
+  void step(int done, int total, std::string_view what);
   void started(int64_t seq);
   void completed(int64_t seq);
 
