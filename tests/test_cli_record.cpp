@@ -329,3 +329,29 @@ TEST(CliRecord, AFaultTheRanksShowIsExitFiveWhateverTheJobsStatus) {
   // Nothing recorded, nothing wrong: the job's status stays.
   EXPECT_EQ(run("record --save " + (tmp.path / "quiet").string() + " -- true").code, 0);
 }
+
+// After a hang, on a terminal, one line says for how long the job has been stuck and what
+// happens next (the job is quiet then, so the line does not mix with its output). The job
+// here writes what the plugin would for an all-reduce that never ends, then exits by itself.
+TEST(CliRecord, AHungJobGetsAProgressLineOnATerminal) {
+  TempDir tmp;
+  const fs::path job = tmp.path / "job.sh";
+  std::ofstream(job)
+      << "f=\"$COMMTOOL_RECORD_DIR/procs/h-$$.jsonl\"\n"
+         "printf '%s\\n' '{\"k\":\"proc\",\"v\":1,\"pid\":'$$',\"host\":\"h\",\"realtime\":"
+         "1796385600000000000,\"mono\":500000000000,\"nccl\":\"2.28.9\"}' "
+         "'{\"k\":\"comm\",\"comm\":\"00000000000c0ffe\",\"rank\":0,\"nranks\":1,\"nodes\":1,"
+         "\"name\":\"\",\"t\":500100000000}' "
+         "'{\"k\":\"start\",\"comm\":\"00000000000c0ffe\",\"rank\":0,\"index\":0,\"kind\":"
+         "\"coll\",\"seq\":0,\"func\":\"AllReduce\",\"count\":1048576,\"dtype\":\"ncclFloat32\","
+         "\"peer\":-1,\"t\":501000000000}' > \"$f\"\n"
+         "sleep 3.5\n";
+  const std::string record = std::string(COMMTOOL_BINARY) + " record --save " +
+                             (tmp.path / "rec").string() + " --hang-timeout 1 -- sh " +
+                             job.string();
+  const Result r = cli_test::run_shell("script -qfec '" + record + "' /dev/null");
+  EXPECT_EQ(r.code, 5) << r.out;
+  EXPECT_TRUE(contains(r.out, "\rcommtool record: hung for ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "the job is left running (Ctrl-C ends it)\x1b[K")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\r\x1b[K")) << r.out;  // erased when the job ended
+}

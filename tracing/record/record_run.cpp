@@ -17,6 +17,7 @@
 
 #include "probes/base/error.hpp"
 #include "probes/base/output_file.hpp"
+#include "probes/base/progress_line.hpp"
 #include "probes/base/workers/signal_trap.hpp"
 #include "tracing/profiler/plugin_support.hpp"
 #include "tracing/profiler/record_line.hpp"
@@ -285,6 +286,10 @@ RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
   int snapshots = 0;
   uint64_t completed = 0;
   auto last_progress = Clock::now();
+  // From a hang on, a line that says how long the job has been stuck and what happens next:
+  // the job is quiet then, so the line does not mix with its output.
+  std::optional<progress::Line> hung_line;
+  Clock::time_point killed_at{};
   while (!job.poll_exit()) {
     pollfd p{trap.fd(), POLLIN, 0};
     ::poll(&p, 1, static_cast<int>(kTick.count()));
@@ -302,6 +307,7 @@ RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
             name, name, kKillGrace.count());
         job.terminate_tree(kKillGrace, c.sig);
         out.killed_by_commtool = true;
+        killed_at = Clock::now();
       } else if (c.sent_by_process) {
         job.signal(c.sig);  // SIGINT, SIGQUIT from kill(1): passed on, as Ctrl-C would reach it
       }
@@ -317,8 +323,21 @@ RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
         // A slow phase, not a hang after all: say so, and watch for the next one.
         std::cerr << "commtool record: operations complete again; the job was not hung\n";
         out.hang_detected = false;
+        hung_line.reset();
         meta->resumed();
       }
+    }
+    if (hung_line) {
+      const auto stuck = std::chrono::duration<double>(Clock::now() - last_progress).count();
+      const auto killed = std::chrono::duration<double>(Clock::now() - killed_at).count();
+      const auto grace = std::chrono::duration<double>(kKillGrace).count();
+      hung_line->update(0, 0,
+                        out.killed_by_commtool
+                            ? fmt::format("hung for {:.0f} s; ending the job (SIGKILL in {:.0f} s)",
+                                          stuck, std::max(0.0, grace - killed))
+                            : fmt::format("hung for {:.0f} s; the job is left running (Ctrl-C "
+                                          "ends it)",
+                                          stuck));
     }
     if (q.hang_timeout_s && !out.hang_detected && hooks.in_flight() > 0) {
       const double quiet = std::chrono::duration<double>(Clock::now() - last_progress).count();
@@ -330,12 +349,14 @@ RecordOutcome run_recording(const RecordRequest& q, const RecordHooks& hooks) {
                                     "flight: the job looks hung",
                                     quiet, hooks.in_flight()),
                         true);
+        hung_line.emplace();
         if (q.kill_on_hang) {
           std::cerr << "commtool record: --kill-on-hang: ending the job (SIGTERM, then SIGKILL "
                        "after "
                     << kKillGrace.count() << " s)\n";
           job.terminate_tree(kKillGrace);
           out.killed_by_commtool = true;
+          killed_at = Clock::now();
         } else {
           std::cerr << "commtool record: the job is left running (end it yourself, or use "
                        "--kill-on-hang next time)\n";
