@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "next_step_checks.hpp"
 #include "probes/base/error.hpp"
 #include "probes/topo/classify.hpp"
 #include "probes/topo/nccl_xml.hpp"
@@ -107,7 +108,12 @@ TEST(TopoText, SingleGpuVmShowsNoPeerAndWhatIsMissing) {
 TEST(TopoDot, DrawsTreeEdgesAndNvLinkBundles) {
   Topology t = dgx();
   std::string dot = reports::render_topo_dot(t);
-  EXPECT_EQ(dot.rfind("graph commtool_topo {", 0), 0u);
+  // A comment first says what draws it and which package has that.
+  EXPECT_EQ(dot.rfind("// commtool topo --dot: draw it with `dot -Tsvg -o topo.svg` (dot is in "
+                      "package graphviz)\ngraph commtool_topo {",
+                      0),
+            0u)
+      << dot.substr(0, 200);
   EXPECT_TRUE(contains(dot, "\"cpu0\" -- \"0000:15:00.0\""));
   EXPECT_TRUE(contains(dot, "label=\"NV5\""));
   EXPECT_EQ(dot.back(), '\n');
@@ -191,4 +197,95 @@ TEST(TopoReaders, MoreGpusThanAnyMachineHasIsUsageErrorNamingTheCount) {
                          "4096 GPUs"))
         << e.what();
   }
+}
+
+// --- every finding's next step; unknown values written one way ---
+
+namespace {
+
+// Every topology the tests have at hand: the NCCL files and the sysfs machines.
+std::vector<Topology> every_fixture() {
+  std::vector<Topology> out;
+  for (const char* f :
+       {"nccl_xml/dgx_h100.xml", "nccl_xml/h200_vm_nccl_dump.xml", "nccl_xml/nvlink_pair.xml",
+        "nccl_xml/pcie_4gpu_2socket.xml", "nccl_xml/vendor_pci_only.xml", "cluster/rank3.xml"})
+    out.push_back(read_nccl_xml_file(std::string(COMMTOOL_FIXTURES_DIR) + "/" + f));
+  for (auto build :
+       {commtool::fixtures::build_vm_one_gpu, commtool::fixtures::build_two_socket_8gpu,
+        commtool::fixtures::build_degraded_link}) {
+    commtool::fixtures::SysfsBuilder fs;
+    build(fs);
+    out.push_back(read_sysfs({fs.root(), true, ""}));
+  }
+  out.push_back(read_sysfs({std::string(COMMTOOL_FIXTURES_DIR) + "/sysfs/h200_vm", true, ""}));
+  return out;
+}
+
+}  // namespace
+
+TEST(TopoFindings, EveryFindingOfEveryFixtureEndsWithWhatToDoNext) {
+  size_t findings = 0;
+  for (Topology& t : every_fixture()) {
+    const Analysis a = analyze(t);
+    const std::string text = reports::render_topo_text(t, a);
+    for (const Finding& f : a.findings) {
+      ++findings;
+      next_step::expect_next_step(f.advice, t.source + ": " + f.code);
+      EXPECT_TRUE(contains(text, "      what to do: " + f.advice + "\n")) << text;
+    }
+  }
+  EXPECT_GT(findings, 5u);
+}
+
+TEST(TopoFindings, NoNicSaysWhatToCheckForAMachineAndForAFile) {
+  Topology t = read_nccl_xml_file(std::string(COMMTOOL_FIXTURES_DIR) + "/nccl_xml/dgx_h100.xml");
+  t.nics.clear();
+  t.reindex();
+  Analysis a = analyze(t);
+  auto no_nic = std::find_if(a.findings.begin(), a.findings.end(),
+                             [](const Finding& f) { return f.code == "no-nic"; });
+  ASSERT_NE(no_nic, a.findings.end());
+  EXPECT_TRUE(contains(no_nic->advice, "NCCL_TOPO_DUMP_FILE")) << no_nic->advice;
+  commtool::fixtures::SysfsBuilder fs;
+  commtool::fixtures::build_vm_one_gpu(fs);
+  Topology live = read_sysfs({fs.root(), true, ""});
+  live.nics.clear();
+  a = analyze(live);
+  no_nic = std::find_if(a.findings.begin(), a.findings.end(),
+                        [](const Finding& f) { return f.code == "no-nic"; });
+  ASSERT_NE(no_nic, a.findings.end());
+  next_step::expect_next_step(no_nic->advice, "no-nic");
+  EXPECT_TRUE(contains(no_nic->advice, "lspci")) << no_nic->advice;
+}
+
+// An unknown value is "-" in a table cell and "unknown" in a sentence: never "?", a blank cell
+// or a made-up id. The NCCL file with vendor-only functions knows no names, ids or current link.
+TEST(TopoText, UnknownValuesAreADashInTablesAndUnknownInSentences) {
+  Topology t =
+      read_nccl_xml_file(std::string(COMMTOOL_FIXTURES_DIR) + "/nccl_xml/vendor_pci_only.xml");
+  const std::string text = reports::render_topo_text(t, analyze(t));
+  EXPECT_FALSE(contains(text, "?")) << text;
+  EXPECT_FALSE(contains(text, "[0000:0000]")) << text;
+  EXPECT_TRUE(contains(text, "  0    0001:00:00.0  -     -     0     0-15  -         Gen4 x16  -"))
+      << text;
+  EXPECT_TRUE(contains(text, "├─ 0001:00:00.0 GPU0 (name unknown) [ids unknown] Gen4 x16")) << text;
+  EXPECT_TRUE(contains(text, "  GPU0 -> NIC0 (name unknown) (PIX)")) << text;
+  // The matrix has a cell for every row: a NIC's CPU affinity is "-", not blank.
+  EXPECT_TRUE(contains(text, "  NIC0  PIX   PIX   X     PIX   -             0")) << text;
+  // The P2P section points at the section by its title.
+  EXPECT_TRUE(contains(text, "unknown: CUDA was not asked (see Not available below)")) << text;
+  EXPECT_TRUE(contains(text, "\nNot available\n")) << text;
+  // Every fixture's text: no "?" anywhere.
+  for (Topology& f : every_fixture()) {
+    const std::string all = reports::render_topo_text(f, analyze(f));
+    EXPECT_FALSE(contains(all, "?")) << f.source << "\n" << all;
+  }
+}
+
+TEST(TopoText, ALinkWithOnePartKnownShowsADashForTheOther) {
+  Topology t = dgx();
+  t.gpus[0].pcie.current_gen = 0;
+  t.gpus[0].pcie.current_width = 8;
+  const std::string text = reports::render_topo_text(t, analyze(t));
+  EXPECT_TRUE(contains(text, "Gen- x8")) << text;
 }

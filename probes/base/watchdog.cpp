@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "probes/base/error.hpp"
+#include "probes/base/tool_packages.hpp"
 
 namespace commtool {
 
@@ -31,8 +32,8 @@ void Watchdog::watch() {
   } else if (driver_call_.load()) {
     std::fprintf(stderr,
                  "commtool %s: timed out after %.1f s in stage '%s' (a driver call did not "
-                 "return; check `dmesg` for Xid errors and `nvidia-smi`)\n",
-                 what_.c_str(), limit_.count(), stage_.load());
+                 "return; check `dmesg` for Xid errors and `nvidia-smi`; %s)\n",
+                 what_.c_str(), limit_.count(), stage_.load(), tools::kNvidiaSmi);
   } else {
     std::fprintf(stderr,
                  "commtool %s: timed out after %.1f s in stage '%s' (no driver call was "

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "probes/base/tool_packages.hpp"
 #include "probes/topo/finding_rules.hpp"
 #include "probes/topo/link_rate.hpp"
 
@@ -68,8 +69,7 @@ std::string p2p_refusal_reason(const Topology& topo, const Gpu& a, const Gpu& b,
         "disables P2P (boot with iommu=pt or turn off the IOMMU for these devices)",
         topo.iommu_groups);
   }
-  return "the driver refuses P2P on this path (GPU model or driver policy); "
-         "`nvidia-smi topo -p2p r` shows the driver's own status";
+  return "the driver refuses P2P on this path (GPU model or driver policy)";
 }
 
 std::vector<P2pVerdict> p2p_verdicts(const Topology& topo, const ConnectionMatrix& m) {
@@ -110,7 +110,7 @@ std::vector<P2pVerdict> p2p_verdicts(const Topology& topo, const ConnectionMatri
 std::string p2p_summary(const Topology& topo) {
   if (topo.gpus.empty()) return "no GPU";
   if (topo.gpus.size() == 1) return "no peer: only one GPU, so there is no pair to connect";
-  if (!topo.p2p_queried) return "unknown: CUDA was not asked (see what is missing)";
+  if (!topo.p2p_queried) return "unknown: CUDA was not asked (see Not available below)";
   return {};
 }
 
@@ -152,8 +152,9 @@ void pcie_findings(const Topology& topo, std::vector<Finding>& out) {
                        gpu_name(g), l.current_gen, l.attainable_gen()),
            fmt::format("current_link_speed={} max_link_speed={}", pcie_speed_string(l.current_gen),
                        pcie_speed_string(l.attainable_gen())),
-           "read it again while a copy runs (nvidia-smi -q -d PCIE shows the current "
-           "generation)"});
+           fmt::format("read it again while a copy runs (`nvidia-smi -q -d PCIE` shows the "
+                       "current generation; {})",
+                       tools::kNvidiaSmi)});
     }
   }
 }
@@ -295,8 +296,10 @@ void gpu_pair_findings(const Topology& topo, const Analysis& a, std::vector<Find
                      "staged through host memory",
                      listed(shown, pairs.size())),
          "cudaDeviceCanAccessPeer = 0; likely reason: " + reason,
-         "remove the cause named in the evidence; until then NCCL moves data between these GPUs "
-         "through host memory, at a fraction of P2P bandwidth"});
+         fmt::format("remove the cause named in the evidence (`nvidia-smi topo -p2p r` shows the "
+                     "driver's own view; {}); until then NCCL moves data between these GPUs "
+                     "through host memory, at a fraction of P2P bandwidth",
+                     tools::kNvidiaSmi)});
   }
 }
 
@@ -318,8 +321,9 @@ void nvlink_findings(const Topology& topo, std::vector<Finding>& out) {
                      gpu_name(g), active, g.nvlinks.size(),
                      100.0 * static_cast<double>(active) / static_cast<double>(g.nvlinks.size())),
          "inactive links: " + down + " (NVML nvmlDeviceGetNvLinkState)",
-         "check `nvidia-smi nvlink -s` and the fabric manager; a down link usually "
-         "needs a node drain and service"});
+         fmt::format("check `nvidia-smi nvlink -s -i {}` ({}) and the fabric manager; a down "
+                     "link usually needs a node drain and service",
+                     g.index, tools::kNvidiaSmi)});
   }
 }
 
@@ -331,7 +335,14 @@ void network_findings(const Topology& topo, std::vector<Finding>& out) {
                    "no network device on the PCIe tree: NCCL cannot run across nodes from here",
                    file ? "no <nic> element and no network-class <pci> (class 0x02) in the file"
                         : "no /sys/class/infiniband or /sys/class/net device with a PCI address",
-                   ""});
+                   file ? "fine for one node; for a view of the network, dump the topology on "
+                          "the machine itself (NCCL_TOPO_DUMP_FILE=FILE with any NCCL job) or "
+                          "read it live"
+                        : fmt::format("fine for one node; to run across nodes, check the NICs "
+                                      "are on the bus (`lspci | grep -i -e ethernet -e "
+                                      "infiniband`, {}) and, in a container, passed in "
+                                      "(--network host, --device /dev/infiniband)",
+                                      tools::kPciutils)});
     return;
   }
   if (std::none_of(topo.nics.begin(), topo.nics.end(),

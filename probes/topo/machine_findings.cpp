@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "probes/base/tool_packages.hpp"
 #include "probes/topo/finding_rules.hpp"
 #include "probes/topo/findings.hpp"
 #include "probes/topo/link_rate.hpp"
@@ -37,8 +38,10 @@ void no_gpu_finding(const Topology& topo, std::vector<Finding>& out) {
                           "{}/bus/pci/devices",
                           topo.source.substr(6)),
        file ? "check that the file is the one NCCL_TOPO_FILE points at"
-            : "`lspci -d 10de:` lists what the bus has; in a container the GPUs must be passed "
-              "in (docker --gpus all, or the device plugin's resource request)"});
+            : fmt::format("`lspci -d 10de:` ({}) lists what the bus has; in a container the GPUs "
+                          "must be passed in (docker --gpus all, or the device plugin's resource "
+                          "request)",
+                          tools::kPciutils)});
 }
 
 std::string driver_advice(const std::string& driver) {
@@ -102,18 +105,21 @@ void driver_findings(const Topology& topo, std::vector<Finding>& out) {
                                "is missing, broken or does not match its libraries",
                                topo.gpus.size()),
                    "NVML: " + topo.nvml_error,
-                   "run nvidia-smi: \"Driver/library version mismatch\" means the kernel module "
-                   "and the user-space libraries differ (reload the module or reboot); \"couldn't "
-                   "communicate with the NVIDIA driver\" means it is not loaded"});
+                   fmt::format("run nvidia-smi ({}): \"Driver/library version mismatch\" means the "
+                               "kernel module and the user-space libraries differ (reload the "
+                               "module or reboot); \"couldn't communicate with the NVIDIA "
+                               "driver\" means it is not loaded",
+                               tools::kNvidiaSmi)});
   }
   if (!topo.cuda_error.empty()) {
     out.push_back(
         {Severity::kWarning, "cuda-unusable",
          fmt::format("CUDA cannot be used although {} GPU(s) are on the bus", topo.gpus.size()),
          "CUDA: " + topo.cuda_error,
-         "run nvidia-smi, then check CUDA_VISIBLE_DEVICES and that the driver is at "
-         "least as new as the CUDA runtime (`nvidia-smi` prints the highest CUDA it "
-         "supports)"});
+         fmt::format("run nvidia-smi ({}), then check CUDA_VISIBLE_DEVICES and that the driver "
+                     "is at least as new as the CUDA runtime (`nvidia-smi` prints the highest "
+                     "CUDA it supports)",
+                     tools::kNvidiaSmi)});
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 
+#include "probes/base/tool_packages.hpp"
 #include "probes/topo/finding_rules.hpp"
 #include "probes/topo/link_rate.hpp"
 
@@ -111,8 +112,9 @@ void nvlink_peer_findings(const std::vector<const Gpu*>& gpus, std::vector<Findi
                      gpu_name(*g), active, names(at_most), most,
                      100.0 * static_cast<double>(active) / static_cast<double>(most)),
          fmt::format("active links: {} {}, {} {}", gpu_name(*g), active, names(at_most), most),
-         "check `nvidia-smi nvlink -s` on that GPU and the fabric manager log; a link that does "
-         "not train usually needs the node drained and serviced"});
+         fmt::format("check `nvidia-smi nvlink -s -i {}` ({}) and the fabric manager log; a link "
+                     "that does not train usually needs the node drained and serviced",
+                     g->index, tools::kNvidiaSmi)});
   }
 }
 
@@ -259,8 +261,9 @@ void nvlink_symmetry_findings(const Topology& topo, std::vector<Finding>& out) {
                                  "the peer is hidden, fell off the bus or the file is inconsistent",
                                  gpu_name(*a), count, to),
                      fmt::format("nvlink target {} from {}", to, from),
-                     "check `nvidia-smi -q` and `dmesg` for Xid 79 (GPU fallen off the bus); in a "
-                     "hand-edited topology file, fix the target"});
+                     fmt::format("check `nvidia-smi -q` ({}) and `dmesg` for Xid 79 (GPU fallen "
+                                 "off the bus); in a hand-edited topology file, fix the target",
+                                 tools::kNvidiaSmi)});
       continue;
     }
     auto back = links.find({to, from});
@@ -271,8 +274,9 @@ void nvlink_symmetry_findings(const Topology& topo, std::vector<Finding>& out) {
                                "is up at one end only, and the connection matrix is not symmetric",
                                gpu_name(*a), count, b->index, b->index, reverse),
                    fmt::format("{} -> {}: {}; {} -> {}: {}", from, to, count, to, from, reverse),
-                   "treat the pair as having the smaller count; `nvidia-smi nvlink -s` on both "
-                   "GPUs shows which link is down"});
+                   fmt::format("treat the pair as having the smaller count; `nvidia-smi nvlink "
+                               "-s` on both GPUs ({}) shows which link is down",
+                               tools::kNvidiaSmi)});
   }
 }
 

@@ -105,7 +105,7 @@ RankPlacement placement_from_answers(Topology topology, const std::vector<nlohma
       throw Error(ExitCode::kEnvironment,
                   fmt::format("rank {} on {} described its GPU in a way this commtool does not "
                               "read ({}): is every rank running the same commtool?",
-                              r, r < hosts.size() ? hosts[r] : "?", e.what()));
+                              r, r < hosts.size() ? hosts[r] : "an unknown host", e.what()));
     }
     p.gpu.push_back(std::move(g));
   }

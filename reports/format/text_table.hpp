@@ -7,6 +7,10 @@
 
 namespace commtool::reports {
 
+// How every text renderer writes a value it does not know: this in a table cell, the word
+// "unknown" in a sentence (JSON has null). tests/test_reports.cpp pins it.
+inline constexpr const char* kUnknownCell = "-";
+
 class TextTable {
  public:
   explicit TextTable(std::vector<std::string> header, std::string indent = "  ")

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "probes/base/tool_packages.hpp"
 #include "reports/topo/topo_report.hpp"
 
 namespace commtool::reports {
@@ -36,10 +37,14 @@ std::string id(const std::string& s) {
 // PCIe as a tree of solid edges from each root complex down; NVLinks as bold undirected edges
 // labelled with their link count. `dot -Tsvg` draws it.
 std::string render_topo_dot(const Topology& topo) {
-  std::string out = "graph commtool_topo {\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n";
+  // A DOT comment, so that whoever holds the file knows what draws it.
+  std::string out = fmt::format(
+      "// commtool topo --dot: draw it with `dot -Tsvg -o topo.svg` (dot is in {})\n"
+      "graph commtool_topo {{\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n",
+      tools::kGraphviz);
   for (const RootComplex& rc : topo.root_complexes) {
     out += fmt::format("  {} [shape=box3d, label=\"{}\\nNUMA {}\"];\n", id(rc.id), escaped(rc.id),
-                       rc.numa_node == kUnknownNuma ? "?" : std::to_string(rc.numa_node));
+                       rc.numa_node == kUnknownNuma ? "unknown" : std::to_string(rc.numa_node));
   }
   std::set<std::string> named;
   for (const Gpu& g : topo.gpus) {

@@ -15,20 +15,25 @@ using namespace commtool::topo;
 
 namespace {
 
+// An unknown value is "-" in a table cell (kUnknownCell) and "unknown" in a sentence; JSON has
+// null (topo_json.cpp). tests/test_reports.cpp holds every text renderer to it.
 std::string or_dash(const std::string& s) {
-  return s.empty() ? "-" : s;
-}
-std::string or_unknown(const std::string& s) {
-  return s.empty() ? "?" : s;
+  return s.empty() ? kUnknownCell : s;
 }
 std::string numa_text(int numa) {
-  return numa == kUnknownNuma ? "-" : std::to_string(numa);
+  return numa == kUnknownNuma ? kUnknownCell : std::to_string(numa);
 }
 
+// "Gen5 x16"; a part unknown is "-" ("Gen- x16"), both unknown "-".
 std::string link_text(int gen, int width) {
-  if (gen <= 0 && width <= 0) return "?";
-  return fmt::format("{} x{}", gen > 0 ? "Gen" + std::to_string(gen) : "Gen?",
-                     width > 0 ? std::to_string(width) : "?");
+  if (gen <= 0 && width <= 0) return kUnknownCell;
+  return fmt::format("Gen{} x{}", gen > 0 ? std::to_string(gen) : kUnknownCell,
+                     width > 0 ? std::to_string(width) : kUnknownCell);
+}
+
+// A device in a line of the tree or the pairing: "GPU0 NVIDIA H100" or "GPU0 (name unknown)".
+std::string named(const std::string& what, const std::string& name) {
+  return name.empty() ? what + " (name unknown)" : what + " " + name;
 }
 
 std::string section(const std::string& title) {
@@ -44,14 +49,14 @@ std::string gpu_section(const Topology& topo, const Analysis& a) {
     const GpuLinkRates& r = a.rates[i];
     std::string expected = r.pcie_raw_gbps > 0 ? fmt::format("{:.1f} GB/s payload ({:.1f} raw)",
                                                              r.pcie_payload_gbps, r.pcie_raw_gbps)
-                                               : "?";
-    t.add_row(
-        {std::to_string(g.index), g.bdf, or_unknown(g.name),
-         g.cuda_ordinal >= 0 ? std::to_string(g.cuda_ordinal) : "-", numa_text(g.numa_node),
-         or_dash(g.cpu_affinity), link_text(g.pcie.current_gen, g.pcie.current_width),
-         link_text(g.pcie.max_gen, g.pcie.max_width),
-         g.pcie.port_max_gen > 0 ? link_text(g.pcie.port_max_gen, g.pcie.port_max_width) : "?",
-         expected});
+                                               : kUnknownCell;
+    t.add_row({std::to_string(g.index), g.bdf, or_dash(g.name),
+               g.cuda_ordinal >= 0 ? std::to_string(g.cuda_ordinal) : "-", numa_text(g.numa_node),
+               or_dash(g.cpu_affinity), link_text(g.pcie.current_gen, g.pcie.current_width),
+               link_text(g.pcie.max_gen, g.pcie.max_width),
+               g.pcie.port_max_gen > 0 ? link_text(g.pcie.port_max_gen, g.pcie.port_max_width)
+                                       : kUnknownCell,
+               expected});
   }
   return section("GPUs") + t.render() +
          "  PCIe now is the link state read now: GPUs lower the generation when idle, so it may "
@@ -91,11 +96,12 @@ std::string nvlink_section(const Topology& topo, const Analysis& a) {
     std::vector<std::string> peer_text;
     for (const auto& [peer, n] : peers)
       peer_text.push_back(fmt::format("{} x{}", peer, n));
-    out += fmt::format("  GPU{}: {} of {} links active, NVLink{}, {:.0f} GB/s per direction{}{}\n",
-                       g.index, r.nvlink_active, g.nvlinks.size(),
-                       r.nvlink_generation > 0 ? std::to_string(r.nvlink_generation) : "?",
-                       r.nvlink_gbps, peer_text.empty() ? "" : "; to ",
-                       fmt::format("{}", fmt::join(peer_text, ", ")));
+    out += fmt::format(
+        "  GPU{}: {} of {} links active, NVLink{}, {:.0f} GB/s per direction{}{}\n", g.index,
+        r.nvlink_active, g.nvlinks.size(),
+        r.nvlink_generation > 0 ? std::to_string(r.nvlink_generation) : " of unknown generation",
+        r.nvlink_gbps, peer_text.empty() ? "" : "; to ",
+        fmt::format("{}", fmt::join(peer_text, ", ")));
   }
   if (topo.gpus.empty()) out += "  no GPU\n";
   return out;
@@ -105,11 +111,11 @@ std::string nvlink_section(const Topology& topo, const Analysis& a) {
 std::string tree_section(const Topology& topo) {
   std::map<std::string, std::string> names;
   for (const Gpu& g : topo.gpus)
-    names[g.bdf] = fmt::format("GPU{} {}", g.index, or_unknown(g.name));
+    names[g.bdf] = named(fmt::format("GPU{}", g.index), g.name);
   for (const Nic& n : topo.nics) {
     if (!n.bdf.empty())
       names[n.bdf] +=
-          (names[n.bdf].empty() ? "" : ", ") + fmt::format("NIC{} {}", n.index, or_unknown(n.name));
+          (names[n.bdf].empty() ? "" : ", ") + named(fmt::format("NIC{}", n.index), n.name);
   }
   for (const NvSwitch& s : topo.nvswitches)
     names[s.bdf] = "NVSwitch";
@@ -128,14 +134,22 @@ std::string tree_section(const Topology& topo) {
                              : is_pci_bridge_class(n.class_code)
                                  ? "bridge"
                                  : fmt::format("class {:06x}", n.class_code);
-          out += fmt::format("{}{} {} {} [{:04x}:{:04x}] {}{}\n", prefix, last ? "└─" : "├─", n.bdf,
-                             what, n.vendor, n.device, link_text(n.link.max_gen, n.link.max_width),
-                             n.acs_p2p_redirect == 1 ? " ACS-redirect" : "");
+          // A source that gives no PCI ids (an NCCL file's bridges and vendor-only functions)
+          // has vendor and device 0, which no device has.
+          const std::string ids = n.vendor == 0 && n.device == 0
+                                      ? "[ids unknown]"
+                                      : fmt::format("[{:04x}:{:04x}]", n.vendor, n.device);
+          const std::string link = n.link.max_gen <= 0 && n.link.max_width <= 0
+                                       ? "link unknown"
+                                       : link_text(n.link.max_gen, n.link.max_width);
+          out += fmt::format("{}{} {} {} {} {}{}\n", prefix, last ? "└─" : "├─", n.bdf, what, ids,
+                             link, n.acs_p2p_redirect == 1 ? " ACS-redirect" : "");
           walk(n.bdf, prefix + (last ? "   " : "│  "));
         }
       };
   for (const RootComplex& rc : topo.root_complexes) {
-    out += fmt::format("  {} (NUMA {}{})\n", rc.id, numa_text(rc.numa_node),
+    out += fmt::format("  {} (NUMA {}{})\n", rc.id,
+                       rc.numa_node == kUnknownNuma ? "unknown" : std::to_string(rc.numa_node),
                        rc.cpu_affinity.empty() ? "" : ", CPUs " + rc.cpu_affinity);
     walk("@" + rc.id, "  ");
   }
@@ -153,11 +167,11 @@ std::string nic_section(const Topology& topo) {
   if (topo.nics.empty()) return section("NICs") + "  none found\n";
   TextTable t({"NIC", "Name", "Kind", "Bus id", "NUMA", "Port rate", "PCIe max", "Netdevs"});
   for (const Nic& n : topo.nics) {
-    t.add_row({std::to_string(n.index), or_unknown(n.name), to_string(n.kind), or_dash(n.bdf),
+    t.add_row({std::to_string(n.index), or_dash(n.name), to_string(n.kind), or_dash(n.bdf),
                numa_text(n.numa_node),
-               n.port_rate_gbps > 0 ? fmt::format("{:g} Gb/s", n.port_rate_gbps) : "?",
+               n.port_rate_gbps > 0 ? fmt::format("{:g} Gb/s", n.port_rate_gbps) : kUnknownCell,
                link_text(n.pcie.max_gen, n.pcie.max_width),
-               fmt::format("{}", fmt::join(n.netdevs, ","))});
+               or_dash(fmt::format("{}", fmt::join(n.netdevs, ",")))});
   }
   return section("NICs") + t.render();
 }
@@ -198,7 +212,7 @@ std::string matrix_section(const Topology& topo, const Analysis& a) {
       row.push_back(or_dash(topo.gpus[r].cpu_affinity));
       row.push_back(numa_text(topo.gpus[r].numa_node));
     } else {
-      row.push_back("");
+      row.push_back(kUnknownCell);
       row.push_back(numa_text(topo.nics[r - topo.gpus.size()].numa_node));
     }
     t.add_row(row);
@@ -220,8 +234,10 @@ std::string pairing_section(const Topology& topo, const Analysis& a) {
       out += fmt::format("  GPU{} -> none\n", p.gpu);
       continue;
     }
-    out += fmt::format("  GPU{} -> NIC{} {} ({})\n", p.gpu, p.nic,
-                       or_unknown(topo.nics[static_cast<size_t>(p.nic)].name), label(p.path));
+    out +=
+        fmt::format("  GPU{} -> {} ({})\n", p.gpu,
+                    named(fmt::format("NIC{}", p.nic), topo.nics[static_cast<size_t>(p.nic)].name),
+                    label(p.path));
   }
   return out;
 }
@@ -232,7 +248,7 @@ std::string p2p_section(const Analysis& a) {
   TextTable t({"Pair", "Access", "Perf rank", "Native atomics", "Why not"});
   for (const P2pVerdict& v : a.p2p) {
     t.add_row({fmt::format("GPU{}-GPU{}", v.gpu_a, v.gpu_b),
-               !v.known       ? "?"
+               !v.known       ? kUnknownCell
                : v.can_access ? "yes"
                               : "no",
                v.performance_rank >= 0 ? std::to_string(v.performance_rank) : "-",
