@@ -3,10 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "next_step_checks.hpp"
 #include "reports/ep/ep_report.hpp"
+#include "reports/ep/ep_words.hpp"
 #include "synthetic_records.hpp"
+#include "tracing/ep/ep_plan.hpp"
 
 using namespace commtool;
 using namespace commtool::reports;
@@ -343,7 +348,8 @@ TEST(EpReport, JsonFindingsHaveCodeSeverityMessageAndEvidence) {
             "rank 0 receives 87.5% of the dispatched tokens (an even share is 50.0%)");
   EXPECT_EQ(first.at("evidence").get<std::string>().rfind("imbalance 0.75", 0), 0u);
   for (const nlohmann::json& f : doc.at("findings")) {
-    EXPECT_EQ(f.size(), 4u) << f;
+    EXPECT_EQ(f.size(), 5u) << f;
+    EXPECT_FALSE(f.at("advice").get<std::string>().empty()) << f;
     EXPECT_TRUE(f.at("severity") == "warning" || f.at("severity") == "note") << f;
   }
 }
@@ -359,4 +365,200 @@ TEST(EpReport, TextTagsEachFindingAsTopoDoesWithItsEvidenceUnderIt) {
                       "1\n      evidence: imbalance 0.75 -> "),
             std::string::npos)
       << text;
+}
+
+// --- What to do next: every finding says it, for its evidence ---
+
+namespace {
+
+// Every code diagnose_ep can give (the split's host-bound-exchange is test_ep_split.cpp's).
+const std::set<std::string> kEpCodes = {"one-rank",
+                                        "rank-imbalance",
+                                        "no-hot-expert",
+                                        "hot-experts",
+                                        "dead-experts",
+                                        "dispatch-per-selection",
+                                        "skew-slowdown",
+                                        "no-skew-cost",
+                                        "skew-cost",
+                                        "straggler",
+                                        "one-rank-measured",
+                                        "verdicts-withheld",
+                                        "replication-nowhere",
+                                        "replication-what-if"};
+
+EpSetup generated(int ranks, int tokens, int experts, int topk, const std::string& skew,
+                  uint64_t seed, int replicate = 0) {
+  EpPlanRequest q;
+  q.config.ranks = ranks;
+  q.config.tokens_per_rank = tokens;
+  q.config.hidden = 64;
+  q.config.experts = experts;
+  q.config.topk = topk;
+  q.config.skew = parse_skew(skew);
+  q.config.seed = seed;
+  q.replicate = replicate;
+  return plan_ep(q);
+}
+
+EpMeasurement one_rank_measurement() {
+  EpMeasurement m;
+  m.nranks = 1;
+  m.gpus = {"GPU 0"};
+  for (EpScenarioKind kind : {EpScenarioKind::kRouted, EpScenarioKind::kUniform}) {
+    EpScenarioTimes t;
+    t.kind = kind;
+    t.dispatch = times({{7, 7}});
+    t.combine = times({{6, 6}});
+    m.scenarios.push_back(t);
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST(EpReport, EveryFindingEndsWithWhatToDoNext) {
+  std::set<std::string> seen;
+  const auto check = [&](const EpSetup& s, const EpMeasurement* m, const std::string& where) {
+    const EpDiagnosis d = diagnose_ep(s, m);
+    for (const EpFinding& f : d.findings) {
+      EXPECT_TRUE(kEpCodes.contains(f.code))
+          << where << ": a code the test does not know: " << line(f);
+      next_step::expect_next_step(f.advice, where + ": " + f.code);
+      seen.insert(f.code);
+    }
+    // The text gives it under each finding, the JSON as "advice".
+    const std::string text = ep_text(s, d, m);
+    const nlohmann::json doc = nlohmann::json::parse(ep_json(s, d, m));
+    for (size_t i = 0; i < d.findings.size(); ++i) {
+      EXPECT_NE(text.find("\n      what to do: " + d.findings[i].advice + "\n"), std::string::npos)
+          << where << "\n"
+          << text;
+      EXPECT_EQ(doc.at("findings")[i].at("advice"), d.findings[i].advice) << where;
+    }
+  };
+  check(skewed_setup(1), nullptr, "skewed dry run");
+  const EpMeasurement skewed = measurement(20, 12);
+  check(skewed_setup(1), &skewed, "skewed, measured");
+  const EpMeasurement even = measurement(10, 10);
+  check(skewed_setup(0), &even, "skewed, costing nothing");
+  const EpMeasurement shared = shared_gpu_measurement();
+  check(skewed_setup(1), &shared, "ranks sharing a GPU");
+  EpSetup one = generated(1, 64, 8, 2, "uniform", 1, 1);
+  check(one, nullptr, "one rank, dry run");
+  const EpMeasurement one_measured = one_rank_measurement();
+  check(one, &one_measured, "one rank, measured");
+  check(generated(8, 4, 256, 8, "uniform", 1), nullptr, "generated, few tokens");
+  for (const std::string& code : kEpCodes)
+    EXPECT_TRUE(seen.contains(code)) << code << " was never made: the test misses a case";
+}
+
+TEST(EpReport, NextStepsNameTheRanksAndExpertsOfTheEvidence) {
+  const EpSetup s = skewed_setup(1);
+  const EpMeasurement m = measurement(20, 12);
+  const EpDiagnosis d = diagnose_ep(s, &m);
+  // Rank 0 receives the most; its busiest expert is 0; rank 1 receives the least.
+  // The plan of --replicate 1 evens the two ranks out: that is the step.
+  EXPECT_EQ(with_code(d.findings, "rank-imbalance")->advice,
+            "the --replicate 1 plan below brings the imbalance to 0.00: put its replicas in the "
+            "model's expert placement (EPLB's replica map)");
+  EXPECT_EQ(
+      with_code(d.findings, "hot-experts")
+          ->advice.rfind(
+              "the --replicate 1 plan below gives expert 0 a replica: see the imbalance it "
+              "leaves; in training, a router this skewed also points at the load-balancing loss",
+              0),
+      0u)
+      << with_code(d.findings, "hot-experts")->advice;
+  // Without the plan: which experts, to where.
+  const EpSetup plain = skewed_setup(0);
+  const EpDiagnosis p = diagnose_ep(plain, nullptr);
+  EXPECT_EQ(with_code(p.findings, "rank-imbalance")->advice,
+            "spread rank 0's load: replicate its busiest experts 0 and 1 on other ranks "
+            "(--replicate 2 plans it, EPLB-style, and prints the imbalance left), or move one to "
+            "rank 1, which receives the least, with a --placement file");
+  EXPECT_EQ(with_code(p.findings, "hot-experts")
+                ->advice.rfind("give expert 0 a replica on other "
+                               "ranks (--replicate 1 plans it",
+                               0),
+            0u)
+      << with_code(p.findings, "hot-experts")->advice;
+  // Measured, the replicated plan brings the dispatch from 2.00x to 1.20x: that is the step.
+  EXPECT_EQ(with_code(d.findings, "skew-slowdown")->advice,
+            "replicate expert 0 as the plan does (EPLB-style, in the model's expert placement): "
+            "measured, it takes the dispatch from 2.00x to 1.20x the uniform time");
+  // The straggler is the busiest rank: its load, not its GPU.
+  EXPECT_EQ(with_code(d.findings, "straggler")->advice.rfind("expected of the rank", 0), 0u);
+}
+
+TEST(EpReport, AStragglerThatIsNotTheBusiestRankPointsAtItsGpu) {
+  const EpSetup s = skewed_setup(0);  // rank 0 receives the most
+  EpMeasurement m = measurement(10, 10);
+  m.gpus = {"GPU 0 (0000:00:06.0, NVIDIA H200)", "GPU 1 (0000:00:07.0, NVIDIA H200)"};
+  for (EpScenarioTimes& t : m.scenarios)
+    t.dispatch = times({{4, 4, 4}, {12, 12, 12}});  // rank 1 is the slow one
+  const EpDiagnosis d = diagnose_ep(s, &m);
+  const EpFinding* f = with_code(d.findings, "straggler");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->advice.find("rank 1 (GPU 1 (0000:00:07.0, NVIDIA H200)) is slow with no more to "
+                           "receive than the others"),
+            std::string::npos)
+      << f->advice;
+  next_step::expect_next_step(f->advice, "straggler");
+}
+
+// --- Rank imbalance: a generated routing's own noise is no finding ---
+
+// The noise of a generated routing that favours no rank never crosses the bound, from DeepSeek-V3's
+// defaults down to a token per rank, at many seeds; a skewed routing still crosses it.
+TEST(EpReport, UniformRoutingGivesNoRankImbalanceFindingAtAnySeed) {
+  struct Case {
+    int ranks, tokens, experts, topk, seeds;
+  };
+  for (const Case& c :
+       {Case{8, 4096, 256, 8, 20}, Case{8, 16, 256, 8, 300}, Case{8, 1, 256, 8, 300},
+        Case{2, 1, 8, 2, 300}, Case{4, 128, 16, 1, 300}, Case{16, 64, 64, 4, 300},
+        Case{64, 32, 256, 8, 50}, Case{3, 256, 30, 2, 300}}) {
+    double worst = 0;
+    for (int seed = 1; seed <= c.seeds; ++seed) {
+      const EpSetup s =
+          generated(c.ranks, c.tokens, c.experts, c.topk, "uniform", static_cast<uint64_t>(seed));
+      worst = std::max(worst, s.metrics.imbalance / ep_words::imbalance_noise(s));
+      const EpDiagnosis d = diagnose_ep(s, nullptr);
+      EXPECT_EQ(with_code(d.findings, "rank-imbalance"), nullptr)
+          << c.ranks << " ranks, " << c.tokens << " tokens, " << c.experts << " experts, top-"
+          << c.topk << ", seed " << seed << ": imbalance " << s.metrics.imbalance << ", bound "
+          << ep_words::imbalance_noise(s);
+    }
+    // Not even close: the worst seed stays well inside the bound.
+    EXPECT_LT(worst, 0.8) << c.ranks << " ranks, " << c.tokens << " tokens";
+  }
+}
+
+TEST(EpReport, SkewedRoutingStillGivesARankImbalanceFinding) {
+  for (const std::string& skew : {"hot:8:0.5", "zipf:1.2"}) {
+    for (uint64_t seed : {1, 2, 3}) {
+      const EpSetup s = generated(8, 4096, 256, 8, skew, seed);
+      const EpDiagnosis d = diagnose_ep(s, nullptr);
+      const EpFinding* f = with_code(d.findings, "rank-imbalance");
+      ASSERT_NE(f, nullptr) << skew << " seed " << seed;
+      EXPECT_EQ(f->severity, EpSeverity::kWarning) << skew << ": " << line(*f);
+      EXPECT_NE(f->evidence.find("sampling noise explains up to 0.0"), std::string::npos)
+          << line(*f);
+    }
+  }
+  // Skewed at a few tokens: still above the (larger) noise there.
+  const EpSetup small = generated(8, 64, 256, 8, "hot:8:0.5", 1);
+  const EpDiagnosis small_d = diagnose_ep(small, nullptr);
+  EXPECT_NE(with_code(small_d.findings, "rank-imbalance"), nullptr)
+      << small.metrics.imbalance << " against " << ep_words::imbalance_noise(small);
+}
+
+TEST(EpReport, TheNoiseBoundShrinksWithTheTokensAndIsNoneForACountsFile) {
+  const double at_16 = ep_words::imbalance_noise(generated(8, 16, 256, 8, "uniform", 1));
+  const double at_4096 = ep_words::imbalance_noise(generated(8, 4096, 256, 8, "uniform", 1));
+  EXPECT_GT(at_16, 10 * at_4096);
+  EXPECT_NEAR(at_4096, 0.023, 0.002);
+  // A file's counts are the model's: their imbalance is that batch's, not commtool's noise.
+  EXPECT_EQ(ep_words::imbalance_noise(skewed_setup(0)), 0.0);
 }

@@ -289,7 +289,8 @@ json findings_json(const std::vector<EpFinding>& findings) {
     out.push_back({{"code", f.code},
                    {"severity", to_string(f.severity)},
                    {"message", f.message},
-                   {"evidence", f.evidence}});
+                   {"evidence", f.evidence},
+                   {"advice", f.advice}});
   }
   return out;
 }
@@ -310,6 +311,7 @@ std::string ep_text(const EpSetup& s, const EpDiagnosis& d,
     out += fmt::format("  {} [{}] {}\n", f.severity == EpSeverity::kWarning ? "WARNING" : "note",
                        f.code, f.message);
     if (!f.evidence.empty()) out += "      evidence: " + f.evidence + "\n";
+    if (!f.advice.empty()) out += "      what to do: " + f.advice + "\n";
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <tuple>
 
+#include "probes/base/tool_packages.hpp"
 #include "reports/ep/ep_words.hpp"
 
 namespace commtool::reports {
@@ -42,20 +43,88 @@ std::string hot_clause(const EpSetup& s) {
                      on_busiest.size() > 1 ? "" : "s", 100.0 * share);
 }
 
-EpFinding balance_finding(const EpSetup& s) {
+// The rank that receives the fewest tokens (lowest on ties).
+int quietest_rank(const tracing::EpMetrics& m) {
+  const auto it = std::min_element(
+      m.ranks.begin(), m.ranks.end(),
+      [](const auto& a, const auto& b) { return a.tokens_received < b.tokens_received; });
+  return static_cast<int>(it - m.ranks.begin());
+}
+
+// The busiest rank's experts by selections, most first, at most `n`.
+std::vector<int> busiest_experts_of(const EpSetup& s, int rank, size_t n) {
+  std::vector<int> experts = experts_by_rank(s.placement)[static_cast<size_t>(rank)];
+  std::stable_sort(experts.begin(), experts.end(), [&](int a, int b) {
+    return s.metrics.experts[static_cast<size_t>(a)].selections >
+           s.metrics.experts[static_cast<size_t>(b)].selections;
+  });
+  if (experts.size() > n) experts.resize(n);
+  return experts;
+}
+
+// What evens out the busiest rank: fewer experts on it when the placement gives it more; else
+// what the --replicate plan leaves, or its hottest experts replicated or moved to the quietest.
+std::string balance_advice(const EpSetup& s) {
+  const tracing::EpMetrics& m = s.metrics;
+  const int busiest = m.busiest_rank, quietest = quietest_rank(m);
+  const auto by_rank = experts_by_rank(s.placement);
+  const size_t held = by_rank[static_cast<size_t>(busiest)].size();
+  const size_t fewest = by_rank[static_cast<size_t>(quietest)].size();
+  if (held > fewest) {
+    return fmt::format(
+        "rank {} holds {} experts where rank {} holds {}: place the experts evenly (an expert "
+        "count the rank count divides, or a --placement file that gives rank {} fewer)",
+        busiest, held, quietest, fewest, busiest);
+  }
+  const std::vector<int> top = busiest_experts_of(s, busiest, 3);
+  if (s.replication && !s.replication->replicated.empty()) {
+    const double left = s.replication->metrics.imbalance;
+    if (left < kImbalanceWarning) {
+      return fmt::format(
+          "the --replicate {} plan below brings the imbalance to {:.2f}: put its replicas in the "
+          "model's expert placement (EPLB's replica map)",
+          s.replicate, left);
+    }
+    return fmt::format(
+        "the --replicate {} plan below still leaves imbalance {:.2f}: replicate more experts (a "
+        "larger --replicate) or move rank {}'s busiest experts ({}) to rank {}, which receives "
+        "the least, with a --placement file",
+        s.replicate, left, busiest, and_list(top), quietest);
+  }
+  return fmt::format(
+      "spread rank {}'s load: replicate its busiest expert{} {} on other ranks (--replicate {} "
+      "plans it, EPLB-style, and prints the imbalance left), or move one to rank {}, which "
+      "receives the least, with a --placement file",
+      busiest, top.size() > 1 ? "s" : "", and_list(top), top.size(), quietest);
+}
+
+std::optional<EpFinding> balance_finding(const EpSetup& s) {
   const tracing::EpMetrics& m = s.metrics;
   const auto n = s.config.ranks;
   if (n == 1) {
-    return {"one-rank", EpSeverity::kNote,
-            "one rank: every token stays on it, so the all-to-all is a local copy and skew costs "
-            "no communication here; run on 2 or more GPUs to measure what it costs",
-            "1 rank"};
+    return EpFinding{
+        "one-rank", EpSeverity::kNote,
+        "one rank: every token stays on it, so the all-to-all is a local copy and skew costs "
+        "no communication here; run on 2 or more GPUs to measure what it costs",
+        "1 rank",
+        "plan for the expert-parallel size the model runs at (--ranks 8 for 8 GPUs, one rank "
+        "per GPU), or run on a machine with 2 or more GPUs without --dry-run"};
   }
+  // Imbalance that a generated routing's own draws explain says nothing of the skew.
+  const double noise = imbalance_noise(s);
+  if (m.imbalance <= noise) return std::nullopt;
   const tracing::RankLoad& busiest = m.ranks[static_cast<size_t>(m.busiest_rank)];
   uint64_t received = 0;
   for (const tracing::RankLoad& r : m.ranks)
     received += r.tokens_received;
-  return {
+  const std::string noise_text =
+      s.routing.per_token()
+          ? fmt::format(
+                "; the generated routing's sampling noise explains up to {:.2f} at these "
+                "counts",
+                noise)
+          : "";
+  return EpFinding{
       "rank-imbalance", m.imbalance >= kImbalanceWarning ? EpSeverity::kWarning : EpSeverity::kNote,
       fmt::format("rank {} receives {:.1f}% of the dispatched tokens (an even share is "
                   "{:.1f}%)",
@@ -63,8 +132,9 @@ EpFinding balance_finding(const EpSetup& s) {
                   pct(static_cast<double>(busiest.tokens_received), static_cast<double>(received)),
                   100.0 / n),
       fmt::format("imbalance {:.2f} (max/mean - 1 over ranks' received tokens; a warning "
-                  "from {:.2f}), CV {:.2f}",
-                  m.imbalance, kImbalanceWarning, m.cv)};
+                  "from {:.2f}{}), CV {:.2f}",
+                  m.imbalance, kImbalanceWarning, noise_text, m.cv),
+      balance_advice(s)};
 }
 
 EpFinding hot_finding(const EpSetup& s) {
@@ -80,39 +150,74 @@ EpFinding hot_finding(const EpSetup& s) {
                 ? ""
                 : fmt::format("the busiest, expert {}, gets {:.2f}% of selections; the mean "
                               "expert {:.2f}%",
-                              busiest->expert, 100.0 * busiest->share, 100.0 / s.config.experts)};
+                              busiest->expert, 100.0 * busiest->share, 100.0 / s.config.experts),
+            "nothing to replicate: no expert draws more than its share"};
   }
   std::vector<std::string> parts;
+  std::vector<int> hottest;
   for (const tracing::ExpertLoad& e : m.hot) {
     parts.push_back(fmt::format("{} ({:.1f}%, rank{} {})", e.expert, 100.0 * e.share,
                                 e.ranks.size() > 1 ? "s" : "", and_list(e.ranks)));
+    if (hottest.size() < 4) hottest.push_back(e.expert);
     if (parts.size() == 8) break;
   }
+  const std::string which =
+      m.hot.size() > hottest.size()
+          ? fmt::format("the {} hot experts ({}, ...)", m.hot.size(), fmt::join(hottest, ", "))
+          : fmt::format("expert{} {}", hottest.size() > 1 ? "s" : "", and_list(hottest));
+  std::string advice = s.replicate >= static_cast<int>(m.hot.size())
+                           ? fmt::format(
+                                 "the --replicate {} plan below gives {} a replica{}: see the "
+                                 "imbalance it leaves",
+                                 s.replicate, which, m.hot.size() > 1 ? " each" : "")
+                           : fmt::format(
+                                 "give {} a replica{} on other ranks (--replicate {} plans it, "
+                                 "EPLB-style, and prints the imbalance left)",
+                                 which, m.hot.size() > 1 ? " each" : "", m.hot.size());
+  advice += s.routing.per_token()
+                ? ""
+                : "; in training, a router this skewed also points at the load-balancing "
+                  "loss: check its coefficient";
   return {"hot-experts", EpSeverity::kWarning,
           fmt::format("{} hot expert{} (over {:.0f}x the mean expert's {:.2f}% of selections)",
                       m.hot.size(), m.hot.size() > 1 ? "s" : "", tracing::kHotLoadFactor,
                       100.0 / s.config.experts),
           fmt::format("expert (share, holders): {}{}", fmt::join(parts, ", "),
-                      m.hot.size() > parts.size() ? ", ..." : "")};
+                      m.hot.size() > parts.size() ? ", ..." : ""),
+          advice};
 }
 
 std::vector<EpFinding> routing_findings(const EpSetup& s) {
   const tracing::EpMetrics& m = s.metrics;
-  std::vector<EpFinding> out = {balance_finding(s), hot_finding(s)};
+  std::vector<EpFinding> out;
+  if (std::optional<EpFinding> balance = balance_finding(s)) out.push_back(std::move(*balance));
+  out.push_back(hot_finding(s));
   if (!m.dead.empty()) {
     std::vector<int> first(m.dead.begin(), m.dead.begin() + std::min<size_t>(m.dead.size(), 12));
+    const uint64_t selections = s.routing.tokens_per_rank * static_cast<uint64_t>(s.config.ranks) *
+                                static_cast<uint64_t>(s.config.topk);
     out.push_back(
         {"dead-experts", EpSeverity::kWarning,
          fmt::format("{} of {} experts got no token (dead)", m.dead.size(), s.config.experts),
          fmt::format("experts with 0 selections: {}{}", fmt::join(first, ", "),
-                     m.dead.size() > first.size() ? ", ..." : "")});
+                     m.dead.size() > first.size() ? ", ..." : ""),
+         s.routing.per_token()
+             ? fmt::format("{} selections over {} experts leave some unpicked by chance or by "
+                           "the skew: plan with a real batch's tokens (--tokens) before reading "
+                           "this as a dead expert",
+                           selections, s.config.experts)
+             : "check that the file is the layer and model meant (--layer); in a trained model a "
+               "dead expert is wasted memory and a sign of router collapse: raise the "
+               "load-balancing loss or re-initialise those experts"});
   }
   if (m.dispatch_per_selection) {
     out.push_back({"dispatch-per-selection", EpSeverity::kNote,
                    "dispatch counted per selection: a token's experts on one rank are counted "
                    "as separate copies (an upper bound on the traffic)",
                    fmt::format("the routing ({}) has per-expert counts but no per-token choices",
-                               s.routing_source)});
+                               s.routing_source),
+                   "read the bytes as an upper bound; for DeepEP's per-token count, generate a "
+                   "routing with a --skew that matches these counts (zipf:S or hot:K:F)"});
   }
   return out;
 }
@@ -130,18 +235,49 @@ EpFinding headline_finding(const EpSetup& s, const ScenarioFigures& routed,
                            s.replication->replicated.size() > 1 ? "s" : "",
                            ratio(replicated->dispatch, uniform.dispatch));
   }
-  return {"skew-slowdown", dispatch_x < 1 + kNoise ? EpSeverity::kNote : EpSeverity::kWarning,
-          message,
+  const bool slow = dispatch_x >= 1 + kNoise;
+  std::string advice;
+  if (!slow) {
+    advice = "nothing to rebalance for these links: the skew costs the dispatch no measurable time";
+  } else if (replicated != nullptr && s.replication && !s.replication->replicated.empty() &&
+             ratio(replicated->dispatch, uniform.dispatch) < dispatch_x * (1 - kNoise)) {
+    advice = fmt::format(
+        "replicate expert{} {} as the plan does (EPLB-style, in the model's expert placement): "
+        "measured, it takes the dispatch from {:.2f}x to {:.2f}x the uniform time",
+        s.replication->replicated.size() > 1 ? "s" : "", and_list(s.replication->replicated),
+        dispatch_x, ratio(replicated->dispatch, uniform.dispatch));
+  } else {
+    advice = fmt::format(
+        "even out what rank {} receives (the rank and expert findings below say which experts), "
+        "then run again: --replicate N measures an EPLB-style plan beside this one",
+        s.metrics.busiest_rank);
+  }
+  return {"skew-slowdown", slow ? EpSeverity::kWarning : EpSeverity::kNote, message,
           fmt::format("dispatch median {:.1f} us routed, {:.1f} us uniform (the same bytes spread "
                       "evenly)",
-                      routed.dispatch.time_us.median, uniform.dispatch.time_us.median)};
+                      routed.dispatch.time_us.median, uniform.dispatch.time_us.median),
+          advice};
 }
 
-EpFinding straggler_finding(const EpSetup& s, const PhaseFigures& rd) {
+EpFinding straggler_finding(const EpSetup& s, const PhaseFigures& rd,
+                            const std::vector<std::string>& gpus) {
   std::vector<double> others;
   for (size_t r = 0; r < rd.rank_median_us.size(); ++r) {
     if (static_cast<int>(r) != rd.slowest_rank) others.push_back(rd.rank_median_us[r]);
   }
+  const auto slowest = static_cast<size_t>(rd.slowest_rank);
+  const std::string gpu = slowest < gpus.size() ? " (" + gpus[slowest] + ")" : "";
+  std::string advice =
+      rd.slowest_rank == s.metrics.busiest_rank
+          ? fmt::format(
+                "expected of the rank with the most to receive: even out rank {}'s load "
+                "(the rank and expert findings below say how) and it goes",
+                rd.slowest_rank)
+          : fmt::format(
+                "rank {}{} is slow with no more to receive than the others: look at its GPU and "
+                "links, `commtool probe` for their bandwidth, `commtool topo` for PCIe width and "
+                "NVLinks, `nvidia-smi -q -d PERFORMANCE,CLOCK` for throttling ({})",
+                rd.slowest_rank, gpu, tools::kNvidiaSmi);
   return {
       "straggler", EpSeverity::kNote,
       fmt::format("straggler: rank {}{}", rd.slowest_rank,
@@ -150,10 +286,12 @@ EpFinding straggler_finding(const EpSetup& s, const PhaseFigures& rd) {
                       : fmt::format("; rank {} receives the most tokens", s.metrics.busiest_rank)),
       fmt::format("its dispatch median {:.1f} us, the other ranks' median {:.1f} us",
                   rd.rank_median_us[static_cast<size_t>(rd.slowest_rank)],
-                  measure::summarize(others).median)};
+                  measure::summarize(others).median),
+      std::move(advice)};
 }
 
-std::vector<EpFinding> measured_findings(const EpSetup& s, const EpDiagnosis& d) {
+std::vector<EpFinding> measured_findings(const EpSetup& s, const EpDiagnosis& d,
+                                         const std::vector<std::string>& gpus) {
   std::vector<EpFinding> out;
   const ScenarioFigures* routed = find(d, EpScenarioKind::kRouted);
   const ScenarioFigures* uniform = find(d, EpScenarioKind::kUniform);
@@ -165,7 +303,9 @@ std::vector<EpFinding> measured_findings(const EpSetup& s, const EpDiagnosis& d)
                    "the links",
                    fmt::format("a self send/recv through NCCL, dispatch {:.1f} us, combine "
                                "{:.1f} us",
-                               routed->dispatch.time_us.median, routed->combine.time_us.median)});
+                               routed->dispatch.time_us.median, routed->combine.time_us.median),
+                   "run on 2 or more GPUs (one rank per GPU, --devices 0,1,...) to measure the "
+                   "exchange over the links"});
     return out;
   }
   out.push_back(headline_finding(s, *routed, *uniform, replicated));
@@ -173,18 +313,28 @@ std::vector<EpFinding> measured_findings(const EpSetup& s, const EpDiagnosis& d)
                                    std::tuple{"combine", &routed->combine, &uniform->combine}}) {
     const double x = ratio(*r, *u);
     if (x < 1 + kNoise) {
-      out.push_back({"no-skew-cost", EpSeverity::kNote,
-                     fmt::format("{}: the skew costs nothing measurable", name),
-                     fmt::format("{:.2f}x the uniform time, within {:.0f}%", x, 100 * kNoise)});
+      out.push_back(
+          {"no-skew-cost", EpSeverity::kNote,
+           fmt::format("{}: the skew costs nothing measurable", name),
+           fmt::format("{:.2f}x the uniform time, within {:.0f}%", x, 100 * kNoise),
+           fmt::format("nothing to do for the {}: its time is the bytes', not the skew's", name)});
     } else {
-      out.push_back({"skew-cost", EpSeverity::kWarning,
-                     fmt::format("{}: {:.0f}% of the time is lost to the skew", name,
-                                 pct(r->time_us.median - u->time_us.median, r->time_us.median)),
-                     fmt::format("{:.1f} us routed, {:.1f} us for the same bytes spread evenly",
-                                 r->time_us.median, u->time_us.median)});
+      // The dispatch waits on the rank that receives the most, the combine on the rank that
+      // sends the most back: the same rank, as combine is dispatch's transpose.
+      out.push_back(
+          {"skew-cost", EpSeverity::kWarning,
+           fmt::format("{}: {:.0f}% of the time is lost to the skew", name,
+                       pct(r->time_us.median - u->time_us.median, r->time_us.median)),
+           fmt::format("{:.1f} us routed, {:.1f} us for the same bytes spread evenly",
+                       r->time_us.median, u->time_us.median),
+           fmt::format("the {} waits on rank {} (bottleneck {:.2f} GB/s): even out its experts' "
+                       "load (the rank and expert findings below say which) to win back up to "
+                       "{:.1f} us per {}",
+                       name, r->bottleneck_rank, r->bottleneck_gbps,
+                       r->time_us.median - u->time_us.median, name)});
     }
   }
-  out.push_back(straggler_finding(s, routed->dispatch));
+  out.push_back(straggler_finding(s, routed->dispatch, gpus));
   return out;
 }
 
@@ -195,18 +345,34 @@ std::optional<EpFinding> replication_finding(const EpSetup& s, bool measured) {
     return EpFinding{"replication-nowhere", EpSeverity::kNote,
                      "--replicate: one rank has nowhere to put a replica; the plan is the "
                      "routing as is",
-                     "1 rank"};
+                     "1 rank",
+                     "plan replicas at the expert-parallel size the model runs at (--ranks 2 or "
+                     "more)"};
   }
   std::vector<std::string> moves;
   for (int e : p.replicated) {
     const std::vector<int>& holders = p.placement.holders[static_cast<size_t>(e)];
     moves.push_back(fmt::format("expert {} also on rank {}", e, holders.back()));
   }
+  std::string advice;
+  if (p.metrics.imbalance < s.metrics.imbalance * (1 - kNoise)) {
+    advice = measured ? "compare the replicated and routed rows of the Measured table: where the "
+                        "replicated one is faster, put these replicas in the model's expert "
+                        "placement (EPLB's replica map)"
+                      : "measure it: run the same command on the GPUs without --dry-run, which "
+                        "times the replicated traffic beside the routed one";
+  } else {
+    advice = fmt::format(
+        "these {} replica{} barely move the imbalance: replicate more experts (a larger "
+        "--replicate) or move experts between ranks with a --placement file",
+        p.replicated.size(), p.replicated.size() > 1 ? "s" : "");
+  }
   return EpFinding{
       "replication-what-if", EpSeverity::kNote,
       fmt::format("what-if (EPLB-style) {}", fmt::join(moves, ", ")),
       fmt::format("imbalance {:.2f} -> {:.2f}{}", s.metrics.imbalance, p.metrics.imbalance,
-                  measured ? "" : " (planned; --dry-run measures nothing)")};
+                  measured ? "" : " (planned; --dry-run measures nothing)"),
+      std::move(advice)};
 }
 }  // namespace
 
@@ -273,9 +439,12 @@ EpDiagnosis diagnose_ep(const EpSetup& setup, const tracing::EpMeasurement* meas
           {"verdicts-withheld", EpSeverity::kNote,
            "skew cost, straggler and what replication buys " + why,
            fmt::format("{} ranks on {} GPU(s), up to {} on one", measured->placement.ranks,
-                       measured->placement.gpus, measured->placement.most_ranks_on_a_gpu)});
+                       measured->placement.gpus, measured->placement.most_ranks_on_a_gpu),
+           fmt::format("run on a machine with {} GPUs, one rank per GPU (--devices naming {} "
+                       "different GPUs), for the comparisons",
+                       measured->placement.ranks, measured->placement.ranks)});
     } else {
-      d.findings = measured_findings(setup, d);
+      d.findings = measured_findings(setup, d, measured->gpus);
       if (d.split) {
         for (EpFinding& f : ep_split_findings(*d.split, EpScenarioKind::kRouted))
           d.findings.push_back(std::move(f));

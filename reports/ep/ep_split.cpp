@@ -6,6 +6,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "probes/base/tool_packages.hpp"
 #include "reports/trace/chrome_trace.hpp"
 #include "tracing/trace/attribution.hpp"
 
@@ -188,7 +189,15 @@ std::vector<EpFinding> ep_split_findings(const EpSplit& split, tracing::EpScenar
            fmt::format("the host takes {:.1f} us to enqueue the exchange (its ncclSend/ncclRecv "
                        "group, untraced; median, slowest rank), no less than the {:.1f} us its "
                        "GPU work takes (CUPTI, {} traced exchanges)",
-                       enqueue.median, row.kernel_us.median, row.exchanges)});
+                       enqueue.median, row.kernel_us.median, row.exchanges),
+           row.launched_by_nccl_thread > 0
+               ? "use a blocking communicator (--comm blocking), as PyTorch creates them, so "
+                 "NCCL launches on the calling thread"
+               : fmt::format("give each exchange more tokens (the enqueue stays, the link time "
+                             "grows), or check the launching thread gets a core of its own on "
+                             "the GPU's NUMA node (`numactl --cpunodebind=N`, {}) and is not "
+                             "throttled",
+                             tools::kNumactl)});
     }
   }
   return out;

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace commtool::reports::ep_words {
 
@@ -50,6 +51,23 @@ const ScenarioFigures* find(const EpDiagnosis& d, EpScenarioKind kind) {
     if (s.kind == kind) return &s;
   }
   return nullptr;
+}
+
+double imbalance_noise(const EpSetup& s) {
+  const tracing::EpMetrics& m = s.metrics;
+  if (!s.routing.per_token() || m.ranks.empty()) return 0;
+  const auto ranks = static_cast<double>(m.ranks.size());
+  const double tokens = ranks * static_cast<double>(s.routing.tokens_per_rank);
+  double received = 0;
+  for (const tracing::RankLoad& r : m.ranks)
+    received += static_cast<double>(r.tokens_received);
+  const double mean = received / ranks;
+  if (mean <= 0 || tokens <= 0) return 0;
+  const double p = std::min(1.0, mean / tokens);
+  const double variance = tokens * p * (1 - p);
+  const double l = std::log(ranks / kImbalanceNoiseOdds);
+  const double t = l / 3 + std::sqrt(l * l / 9 + 2 * l * variance);
+  return t / mean;
 }
 
 double ratio(const PhaseFigures& a, const PhaseFigures& b) {
