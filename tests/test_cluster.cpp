@@ -6,9 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <iterator>
 #include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
 
 #include "cli/topo_command.hpp"
+#include "next_step_checks.hpp"
 #include "probes/base/error.hpp"
 #include "probes/topo/classify.hpp"
 #include "probes/topo/cluster.hpp"
@@ -486,6 +492,7 @@ TEST(ClusterJson, CarriesEveryNodesTopologyAndTheComparison) {
   const auto& odd = doc["configurations"][1];
   EXPECT_EQ(odd["nodes"], nlohmann::json{"ci/3"});
   EXPECT_EQ(odd["differences"][0]["code"], "nic-missing");
+  EXPECT_TRUE(odd["differences"][0]["advice"].get<std::string>().starts_with("on these nodes"));
 }
 
 TEST(ClusterJson, ARankWhoseDocumentIsNotJsonIsNamed) {
@@ -496,5 +503,98 @@ TEST(ClusterJson, ARankWhoseDocumentIsNotJsonIsNamed) {
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_TRUE(contains(e.what(), "rank 0")) << e.what();
+  }
+}
+
+// Every kind of difference, each made by one change to the DGX, says what to do next.
+TEST(Differences, EveryDifferenceEndsWithWhatToDoNext) {
+  std::set<std::string> all;
+  std::istringstream names(
+      "pcie-link-down pcie-width-below-common pcie-width-differs pcie-gen-below-common "
+      "pcie-gen-differs pcie-max-width-below-common pcie-max-width-differs gpu-model-differs "
+      "nvlink-count-differs gpu-numa-differs nic-pairing-differs nic-kind-differs "
+      "nic-rate-differs nic-pcie-width-differs nic-numa-differs nic-sharing-differs gpu-missing "
+      "gpu-extra nic-missing nic-extra nvswitch-count-differs driver-version-differs "
+      "cuda-version-differs nccl-version-differs");
+  all.insert(std::istream_iterator<std::string>(names), {});
+  NodeFacts common = dgx();
+  gpu(common, "0000:43:00.0")->pcie_width = 16;
+  common.driver_version = "580.159.04";
+  const std::vector<std::function<void(NodeFacts&)>> changes = {
+      [](NodeFacts& f) { gpu(f, "0000:43:00.0")->pcie_width = 0; },
+      [](NodeFacts& f) { gpu(f, "0000:43:00.0")->pcie_width = 8; },
+      [](NodeFacts& f) { gpu(f, "0000:43:00.0")->pcie_width = 32; },
+      [](NodeFacts& f) { gpu(f, "0000:9d:00.0")->pcie_max_gen = 4; },
+      [](NodeFacts& f) { gpu(f, "0000:9d:00.0")->pcie_max_gen = 6; },
+      [](NodeFacts& f) { gpu(f, "0000:9d:00.0")->pcie_max_width = 8; },
+      [](NodeFacts& f) { gpu(f, "0000:9d:00.0")->pcie_max_width = 32; },
+      [](NodeFacts& f) { gpu(f, "0000:c3:00.0")->model = "NVIDIA A100-SXM4-80GB"; },
+      [](NodeFacts& f) { gpu(f, "0000:c3:00.0")->nvlinks_active = 12; },
+      [](NodeFacts& f) { gpu(f, "0000:c3:00.0")->numa_node = 0; },
+      [](NodeFacts& f) { gpu(f, "0000:1b:00.0")->nic_path = "NODE"; },
+      [](NodeFacts& f) { f.nics[2].kind = "Ethernet"; },
+      [](NodeFacts& f) { f.nics[3].port_rate_gbps = 200; },
+      [](NodeFacts& f) { f.nics[3].pcie_width = 8; },
+      [](NodeFacts& f) { f.nics[3].numa_node = 7; },
+      [](NodeFacts& f) { gpu(f, "0000:29:00.0")->nic = gpu(f, "0000:1b:00.0")->nic; },
+      [](NodeFacts& f) { f.gpus.erase(f.gpus.begin() + 7); },
+      [](NodeFacts& f) {
+        f.gpus.push_back({"0000:e1:00.0", "NVIDIA H100"});
+      },
+      [](NodeFacts& f) { f.nics.erase(f.nics.begin() + 1); },
+      [](NodeFacts& f) {
+        f.nics.push_back({"0000:f1:00.0", "mlx5_9", "RoCE"});
+      },
+      [](NodeFacts& f) { f.nvswitches = 2; },
+      [](NodeFacts& f) {
+        std::tie(f.driver_version, f.cuda_version, f.nccl_version) =
+            std::tuple{"570.86.15", "12.8", "2.27.3"};
+      },
+  };
+  std::set<std::string> seen;
+  for (size_t i = 0; i < changes.size(); ++i) {
+    NodeFacts node = common;
+    changes[i](node);
+    const auto ds = differences(common, node);
+    EXPECT_FALSE(ds.empty()) << "change " << i;
+    for (const Difference& d : ds) {
+      EXPECT_TRUE(all.contains(d.code)) << "a code the test does not know: " << d.code;
+      next_step::expect_next_step(d.advice, d.code);
+      seen.insert(d.code);
+    }
+  }
+  for (const std::string& code : all)
+    EXPECT_TRUE(seen.contains(code)) << code << " was never made: the test misses a case";
+}
+
+TEST(Differences, NextStepsNameTheDeviceAndTheCommonValue) {
+  const auto ds = differences(dgx(), odd_dgx());
+  const Difference* link = find(ds, "pcie-max-width-below-common");
+  ASSERT_NE(link, nullptr);
+  EXPECT_TRUE(contains(link->advice, "GPU 0000:29:00.0 sits in a slot or riser with fewer lanes"))
+      << link->advice;
+  EXPECT_TRUE(contains(link->advice, "`lspci -vv -s 0000:29:00.0` (package pciutils"))
+      << link->advice;
+  const Difference* nic = find(ds, "nic-missing");
+  ASSERT_NE(nic, nullptr);
+  EXPECT_TRUE(contains(nic->advice, "`ibstat mlx5_1` (package infiniband-diags)")) << nic->advice;
+  NodeFacts old = dgx(), common = dgx();
+  std::tie(common.nccl_version, old.nccl_version) = std::pair{"2.28.3", "2.27.3"};
+  const auto versions = differences(common, old);
+  ASSERT_EQ(versions.size(), 1u);
+  EXPECT_TRUE(contains(versions[0].advice, "run one NCCL (2.28.3) on every node"))
+      << versions[0].advice;
+}
+
+TEST(ClusterText, EachDifferenceHasWhatToDoUnderItsEvidence) {
+  std::vector<RankPayload> ranks;
+  for (int r = 0; r < 4; ++r)
+    ranks.push_back(payload("ci", r == 3 ? odd_dgx() : dgx(), "nccl-xml:r" + std::to_string(r)));
+  const ClusterView view = compare_cluster(ranks);
+  const std::string text = reports::render_cluster_text(view, ranks);
+  for (const Difference& d : view.configurations[1].differences) {
+    EXPECT_TRUE(contains(
+        text, "        evidence: " + d.evidence + "\n        what to do: " + d.advice + "\n"))
+        << text;
   }
 }

@@ -7,6 +7,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "probes/base/tool_packages.hpp"
+
 namespace commtool::topo {
 
 namespace {
@@ -29,6 +31,30 @@ std::string numa_text(int numa) {
 
 std::string gpu_name(const GpuFacts& g) {
   return fmt::format("GPU {} ({})", g.bus_id, g.model);
+}
+
+// The command that reads a PCIe link's state as the kernel has it, with its package.
+std::string lspci_link(const std::string& bus_id) {
+  return fmt::format(
+      "`lspci -vv -s {}` ({}; LnkCap is what it can do, LnkSta what it trained "
+      "to)",
+      bus_id, tools::kPciutils);
+}
+
+// Where NUMA placement differs between nodes of one kind, the BIOS does.
+std::string numa_advice() {
+  return fmt::format(
+      "compare the BIOS NUMA settings (NPS, sub-NUMA clustering) of these nodes with the common "
+      "ones'; `numactl -H` ({}) shows the layout",
+      tools::kNumactl);
+}
+
+// How to look at a NIC's port: ibstat for RDMA devices, ethtool for plain Ethernet.
+std::string port_check(const NicFacts& n) {
+  const std::string name = n.name.empty() ? n.key : n.name;
+  if (n.kind == "Ethernet") return fmt::format("`ethtool {}` ({})", name, tools::kEthtool);
+  return fmt::format("`ibstat {}` ({}) or `ibv_devinfo -d {}` ({})", name, tools::kInfinibandDiags,
+                     name, tools::kIbverbsUtils);
 }
 
 const NicFacts* find_nic(const NodeFacts& f, const std::string& key) {
@@ -77,27 +103,41 @@ void compare_link(const GpuFacts& c, const GpuFacts& n, std::vector<Difference>&
                      fmt::format("{}: PCIe link width unreadable or 0 (is the link down?) where "
                                  "the common configuration trains {}",
                                  gpu_name(n), width_text(c.pcie_width)),
-                     evidence});
+                     evidence,
+                     fmt::format("on these nodes read the link with {} and `dmesg` for Xid 79 "
+                                 "(fallen off the bus); a link that stays down needs the GPU "
+                                 "reseated or the node drained",
+                                 lspci_link(n.bus_id))});
     } else if (c.pcie_width > 0 && n.pcie_width < c.pcie_width) {
       out.push_back({"pcie-width-below-common",
                      fmt::format("{}: PCIe link trained at {}, narrower than the common {}",
                                  gpu_name(n), width_text(n.pcie_width), width_text(c.pcie_width)),
-                     evidence});
+                     evidence,
+                     fmt::format("reseat GPU {} or its riser on these nodes (the width does not "
+                                 "drop at idle); confirm with {}",
+                                 n.bus_id, lspci_link(n.bus_id))});
     } else {
       out.push_back(
           {"pcie-width-differs",
            fmt::format("{}: PCIe link trained at {} where the common configuration has {}",
                        gpu_name(n), width_text(n.pcie_width), width_text(c.pcie_width)),
-           evidence});
+           evidence,
+           fmt::format("read GPU {}'s link with {} on one of these nodes and on a common one: "
+                       "the narrower is the one to reseat",
+                       n.bus_id, lspci_link(n.bus_id))});
     }
   }
   if (n.pcie_max_gen != c.pcie_max_gen) {
     const bool below = n.pcie_max_gen > 0 && n.pcie_max_gen < c.pcie_max_gen;
-    out.push_back({below ? "pcie-gen-below-common" : "pcie-gen-differs",
-                   fmt::format("{}: PCIe reaches {} at best (GPU and slot together) where the "
-                               "common configuration reaches {}",
-                               gpu_name(n), gen_text(n.pcie_max_gen), gen_text(c.pcie_max_gen)),
-                   evidence});
+    out.push_back(
+        {below ? "pcie-gen-below-common" : "pcie-gen-differs",
+         fmt::format("{}: PCIe reaches {} at best (GPU and slot together) where the "
+                     "common configuration reaches {}",
+                     gpu_name(n), gen_text(n.pcie_max_gen), gen_text(c.pcie_max_gen)),
+         evidence,
+         fmt::format("compare the BIOS PCIe speed setting of {} nodes with the others', "
+                     "and the slot and riser of GPU {}: {}",
+                     below ? "these" : "these and the common", n.bus_id, lspci_link(n.bus_id))});
   }
   if (n.pcie_max_width != c.pcie_max_width) {
     const bool below = n.pcie_max_width > 0 && n.pcie_max_width < c.pcie_max_width;
@@ -106,7 +146,10 @@ void compare_link(const GpuFacts& c, const GpuFacts& n, std::vector<Difference>&
          fmt::format("{}: PCIe can train to {} at best (GPU and slot together) where "
                      "the common configuration can train to {}",
                      gpu_name(n), width_text(n.pcie_max_width), width_text(c.pcie_max_width)),
-         evidence});
+         evidence,
+         fmt::format("GPU {} sits in a slot or riser with {} lanes than the common nodes': move "
+                     "it or replace the riser; {} shows the slot's LnkCap",
+                     n.bus_id, below ? "fewer" : "other", lspci_link(n.bus_id))});
   }
 }
 
@@ -116,7 +159,10 @@ void compare_gpu(const NodeFacts& common, const NodeFacts& node, const GpuFacts&
     out.push_back({"gpu-model-differs",
                    fmt::format("GPU {} is a {} where the common configuration has a {}", n.bus_id,
                                n.model, c.model),
-                   fmt::format("this node: {}; common configuration: {}", n.model, c.model)});
+                   fmt::format("this node: {}; common configuration: {}", n.model, c.model),
+                   "keep a job on one GPU model (a collective runs at its slowest GPU): leave "
+                   "these nodes out of the job's host list or give them a partition of their "
+                   "own"});
   }
   compare_link(c, n, out);
   if (n.nvlinks_active != c.nvlinks_active && n.nvlinks_active >= 0 && c.nvlinks_active >= 0) {
@@ -124,14 +170,19 @@ void compare_gpu(const NodeFacts& common, const NodeFacts& node, const GpuFacts&
                    fmt::format("{}: {} NVLink(s) active where the common configuration has {}",
                                gpu_name(n), n.nvlinks_active, c.nvlinks_active),
                    fmt::format("active NVLinks: this node {}, common configuration {}",
-                               n.nvlinks_active, c.nvlinks_active)});
+                               n.nvlinks_active, c.nvlinks_active),
+                   fmt::format("on these nodes `nvidia-smi nvlink -s -i {}` ({}) lists the links "
+                               "down; check the fabric manager log; a link that stays down after "
+                               "a GPU reset is a hardware ticket",
+                               n.bus_id, tools::kNvidiaSmi)});
   }
   if (n.numa_node != c.numa_node) {
     out.push_back({"gpu-numa-differs",
                    fmt::format("{} is on NUMA node {} where the common configuration has it on {}",
                                gpu_name(n), numa_text(n.numa_node), numa_text(c.numa_node)),
                    fmt::format("NUMA node: this node {}, common configuration {}",
-                               numa_text(n.numa_node), numa_text(c.numa_node))});
+                               numa_text(n.numa_node), numa_text(c.numa_node)),
+                   numa_advice()});
   }
   if (n.nic != c.nic || n.nic_path != c.nic_path) {
     out.push_back(
@@ -141,7 +192,15 @@ void compare_gpu(const NodeFacts& common, const NodeFacts& node, const GpuFacts&
                      gpu_name(n), pairing_text(node, n), pairing_text(common, c)),
          fmt::format("closest NIC by PCIe path (PIX nearest, SYS farthest): this node {}; common "
                      "configuration {}",
-                     pairing_text(node, n), pairing_text(common, c))});
+                     pairing_text(node, n), pairing_text(common, c)),
+         c.nic.empty() ? std::string("check why these nodes have a NIC near this GPU where the "
+                                     "common ones have none (the NIC differences above)")
+                       : fmt::format("check that the NIC the common configuration pairs it with "
+                                     "({}) is present and up on these nodes: {}",
+                                     pairing_text(common, c),
+                                     find_nic(common, c.nic) != nullptr
+                                         ? port_check(*find_nic(common, c.nic))
+                                         : fmt::format("`ibstat` ({})", tools::kInfinibandDiags))});
   }
 }
 
@@ -151,7 +210,10 @@ void compare_nic(const NicFacts& c, const NicFacts& n, std::vector<Difference>& 
     out.push_back(
         {"nic-kind-differs",
          fmt::format("{} is {} where the common configuration has {}", name, n.kind, c.kind),
-         fmt::format("link layer: this node {}, common configuration {}", n.kind, c.kind)});
+         fmt::format("link layer: this node {}, common configuration {}", n.kind, c.kind),
+         fmt::format("set {}'s port back to {} (its firmware's link type, e.g. with NVIDIA's "
+                     "mlxconfig) or check the switch port it is cabled to; {} shows the link layer",
+                     describe(n), c.kind, port_check(n))});
   }
   if (n.port_rate_gbps != c.port_rate_gbps) {
     auto rate = [](double r) { return r > 0 ? fmt::format("{:g} Gbit/s", r) : "unknown"; };
@@ -159,21 +221,28 @@ void compare_nic(const NicFacts& c, const NicFacts& n, std::vector<Difference>& 
                    fmt::format("{} runs at {} where the common configuration runs at {}", name,
                                rate(n.port_rate_gbps), rate(c.port_rate_gbps)),
                    fmt::format("port rate: this node {}, common configuration {}",
-                               rate(n.port_rate_gbps), rate(c.port_rate_gbps))});
+                               rate(n.port_rate_gbps), rate(c.port_rate_gbps)),
+                   fmt::format("check {}'s cable, transceiver and switch port on these nodes: {} "
+                               "shows the rate it trained to",
+                               describe(n), port_check(n))});
   }
   if (n.pcie_width != c.pcie_width) {
     out.push_back({"nic-pcie-width-differs",
                    fmt::format("{}: PCIe link trained at {} where the common configuration has {}",
                                name, width_text(n.pcie_width), width_text(c.pcie_width)),
                    fmt::format("PCIe width now: this node {}, common configuration {}",
-                               width_text(n.pcie_width), width_text(c.pcie_width))});
+                               width_text(n.pcie_width), width_text(c.pcie_width)),
+                   n.key == n.name ? fmt::format("reseat NIC {} or check its slot", describe(n))
+                                   : fmt::format("reseat NIC {} or check its slot: {}", describe(n),
+                                                 lspci_link(n.key))});
   }
   if (n.numa_node != c.numa_node) {
     out.push_back({"nic-numa-differs",
                    fmt::format("{} is on NUMA node {} where the common configuration has it on {}",
                                name, numa_text(n.numa_node), numa_text(c.numa_node)),
                    fmt::format("NUMA node: this node {}, common configuration {}",
-                               numa_text(n.numa_node), numa_text(c.numa_node))});
+                               numa_text(n.numa_node), numa_text(c.numa_node)),
+                   numa_advice()});
   }
 }
 
@@ -249,25 +318,39 @@ void compare_nic_sharing(const NodeFacts& common, const NodeFacts& node,
                       rate(here_rate / static_cast<double>(here)),
                       rate(there_rate / static_cast<double>(there)));
     }
-    out.push_back({"nic-sharing-differs",
-                   here == 1 ? fmt::format("GPU {} has NIC {} to itself where the common "
-                                           "configuration shares its NIC among {} GPUs{}",
-                                           gpus_text, nic_name, there, expect)
-                             : fmt::format("GPUs {} share NIC {}, {} to one, where in the common "
-                                           "configuration {}{}",
-                                           gpus_text, nic_name, here, common_text, expect),
-                   evidence});
+    out.push_back(
+        {"nic-sharing-differs",
+         here == 1 ? fmt::format("GPU {} has NIC {} to itself where the common "
+                                 "configuration shares its NIC among {} GPUs{}",
+                                 gpus_text, nic_name, there, expect)
+                   : fmt::format("GPUs {} share NIC {}, {} to one, where in the common "
+                                 "configuration {}{}",
+                                 gpus_text, nic_name, here, common_text, expect),
+         evidence,
+         here > there
+             ? fmt::format("a NIC these GPUs use elsewhere is missing or down on these "
+                           "nodes (the NIC differences above say which): bring it back, "
+                           "{}; until then these GPUs' ranks are the slow ones across "
+                           "nodes",
+                           "check with " + (nic != nullptr ? port_check(*nic)
+                                                           : fmt::format("`ibstat` ({})",
+                                                                         tools::kInfinibandDiags)))
+             : "these nodes have more NICs for these GPUs than the common ones: check "
+               "whether the common nodes lack one (run `commtool topo` on one of "
+               "them)"});
   }
 }
 
 void compare_version(const char* code, const char* what, const std::string& common,
-                     const std::string& node, std::vector<Difference>& out) {
+                     const std::string& node, const std::string& advice,
+                     std::vector<Difference>& out) {
   if (common == node) return;
   out.push_back({code,
                  fmt::format("{} {} where the common configuration has {}", what, or_unknown(node),
                              or_unknown(common)),
                  fmt::format("{}: this node {}, common configuration {}", what, or_unknown(node),
-                             or_unknown(common))});
+                             or_unknown(common)),
+                 advice});
 }
 
 }  // namespace
@@ -280,12 +363,21 @@ std::vector<Difference> differences(const NodeFacts& common, const NodeFacts& no
       common.gpus, node.gpus, [](const GpuFacts& g) { return g.bus_id; },
       [&](const GpuFacts& c, const GpuFacts& n) { compare_gpu(common, node, c, n, links); },
       [&](const GpuFacts& c) {
-        devices.push_back({"gpu-missing", fmt::format("{} is missing", gpu_name(c)), gpu_counts});
+        devices.push_back(
+            {"gpu-missing", fmt::format("{} is missing", gpu_name(c)), gpu_counts,
+             fmt::format("on these nodes `lspci -d 10de: -s {}` ({}) says whether it is on the "
+                         "bus and `dmesg` for Xid 79 or NVRM errors says why the driver lost it; "
+                         "drain the nodes until it is back",
+                         c.bus_id, tools::kPciutils)});
       },
       [&](const GpuFacts& n) {
         devices.push_back({"gpu-extra",
                            fmt::format("{} is not in the common configuration", gpu_name(n)),
-                           gpu_counts});
+                           gpu_counts,
+                           fmt::format("check that the common nodes have not lost GPU {} (`lspci "
+                                       "-d 10de:`, {}, on one of them); else these are nodes of "
+                                       "another kind for another partition",
+                                       n.bus_id, tools::kPciutils)});
       });
   const std::string nic_counts = fmt::format("NICs: this node {}, common configuration {}",
                                              node.nics.size(), common.nics.size());
@@ -293,14 +385,22 @@ std::vector<Difference> differences(const NodeFacts& common, const NodeFacts& no
       common.nics, node.nics, [](const NicFacts& n) { return n.key; },
       [&](const NicFacts& c, const NicFacts& n) { compare_nic(c, n, links); },
       [&](const NicFacts& c) {
-        devices.push_back({"nic-missing",
-                           fmt::format("NIC {} ({}) is missing", describe(c), c.kind), nic_counts});
+        devices.push_back(
+            {"nic-missing", fmt::format("NIC {} ({}) is missing", describe(c), c.kind), nic_counts,
+             fmt::format("on these nodes check whether the NIC is on the bus (`lspci`, {}) and "
+                         "its driver loaded (`dmesg | grep -i mlx5` for Mellanox); on a node that "
+                         "has it, {} shows what it should be",
+                         tools::kPciutils, port_check(c))});
       },
       [&](const NicFacts& n) {
         devices.push_back(
             {"nic-extra",
              fmt::format("NIC {} ({}) is not in the common configuration", describe(n), n.kind),
-             nic_counts});
+             nic_counts,
+             fmt::format("check that the common nodes have not lost it; if it is not meant for "
+                         "NCCL, leave it out on these nodes with NCCL_IB_HCA=^{} (InfiniBand and "
+                         "RoCE) or NCCL_SOCKET_IFNAME",
+                         n.name.empty() ? n.key : n.name)});
       });
   compare_nic_sharing(common, node, links);
   if (node.nvswitches != common.nvswitches) {
@@ -308,15 +408,29 @@ std::vector<Difference> differences(const NodeFacts& common, const NodeFacts& no
                        fmt::format("{} NVSwitch(es) where the common configuration has {}",
                                    node.nvswitches, common.nvswitches),
                        fmt::format("NVSwitches: this node {}, common configuration {}",
-                                   node.nvswitches, common.nvswitches)});
+                                   node.nvswitches, common.nvswitches),
+                       fmt::format("on these nodes check the fabric manager (`systemctl status "
+                                   "nvidia-fabricmanager`, its log) and `nvidia-smi -q` ({}) for "
+                                   "the GPUs' fabric state; a missing NVSwitch is a hardware "
+                                   "ticket",
+                                   tools::kNvidiaSmi)});
   }
   std::vector<Difference> out = std::move(devices);
   out.insert(out.end(), links.begin(), links.end());
+  const std::string driver = fmt::format(
+      "install the common NVIDIA driver ({}) on these nodes, or leave them out of the job "
+      "until they have it",
+      or_unknown(common.driver_version));
   compare_version("driver-version-differs", "NVIDIA driver", common.driver_version,
-                  node.driver_version, out);
+                  node.driver_version, driver, out);
   compare_version("cuda-version-differs", "CUDA driver API", common.cuda_version, node.cuda_version,
+                  "the CUDA driver API comes with the NVIDIA driver: " + driver, out);
+  compare_version("nccl-version-differs", "NCCL", common.nccl_version, node.nccl_version,
+                  fmt::format("run one NCCL ({}) on every node: the job's container image or "
+                              "LD_LIBRARY_PATH decides which libnccl.so.2 loads; ranks of "
+                              "different NCCL versions may fail to connect or hang",
+                              or_unknown(common.nccl_version)),
                   out);
-  compare_version("nccl-version-differs", "NCCL", common.nccl_version, node.nccl_version, out);
   return out;
 }
 

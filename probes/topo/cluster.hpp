@@ -28,10 +28,14 @@ struct ClusterNode {
   size_t configuration = 0;  // index into ClusterView::configurations
 };
 
+// Shaped as a topo finding (classify.hpp: Finding), without a severity: every difference is
+// worth a look. The advice names what to run or check on the nodes that differ; never empty
+// (tests/test_cluster.cpp).
 struct Difference {
   std::string code;      // stable id for scripts: "gpu-missing", "pcie-width-below-common", ...
   std::string message;   // what differs, in one line
   std::string evidence;  // the values on both sides
+  std::string advice;    // what to do next on the nodes that differ
 };
 
 struct Configuration {

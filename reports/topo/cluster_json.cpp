@@ -36,7 +36,10 @@ json cluster_to_json(const ClusterView& view, const std::vector<RankPayload>& ra
       labels.push_back(view.nodes[n].label);
     json differences = json::array();
     for (const Difference& d : config.differences) {
-      differences.push_back({{"code", d.code}, {"message", d.message}, {"evidence", d.evidence}});
+      differences.push_back({{"code", d.code},
+                             {"message", d.message},
+                             {"evidence", d.evidence},
+                             {"advice", d.advice}});
     }
     configurations.push_back({{"index", c},
                               {"common", c == 0},

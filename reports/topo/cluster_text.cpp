@@ -87,6 +87,7 @@ std::string render_cluster_text(const ClusterView& view, const std::vector<RankP
     for (const Difference& d : other.differences) {
       out += fmt::format("    [{}] {}\n", d.code, d.message);
       out += fmt::format("        evidence: {}\n", d.evidence);
+      if (!d.advice.empty()) out += fmt::format("        what to do: {}\n", d.advice);
     }
   }
 
