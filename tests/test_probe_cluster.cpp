@@ -1,8 +1,10 @@
 // probe under MPI, the pure half: who measures, the node payload, and the nodes side by side.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "next_step_checks.hpp"
 #include "probes/bandwidth/probe_cluster.hpp"
 #include "probes/base/error.hpp"
 #include "reports/probe/probe_report.hpp"
@@ -199,4 +201,33 @@ TEST(ProbeClusterReport, JsonCarriesEveryNodeAndTheComparison) {
   const std::string csv = reports::render_probe_cluster_csv(v);
   EXPECT_EQ(csv.rfind("host,rank,probe,what,", 0), 0u) << csv;
   EXPECT_NE(csv.find("\nc,4,h2d,H2D,CE,host,GPU0,"), std::string::npos) << csv;
+}
+
+// A node that stands apart, lacks figures or has a LOW one: each line says what to do next on it.
+TEST(ProbeClusterReport, EveryNodeThatDiffersEndsWithWhatToDoNext) {
+  NodeProbe d = node("d", 6);
+  d.measurements.pop_back();  // no round trip
+  ProbeClusterView v = compare_nodes(
+      {node("a", 0), node("b", 2), node("c", 4, 27.0), d, node("f", 10, 55.5, 3.0)}, 12);
+  const std::string text = reports::render_probe_cluster_text(v, ProbeRequest{});
+  const nlohmann::json doc = reports::probe_cluster_to_json(v, ProbeRequest{});
+  ASSERT_EQ(doc["differ"].size(), 3u);  // c's two GPUs, f's round trip
+  for (const nlohmann::json& o : doc["differ"]) {
+    const std::string advice = o.at("advice");
+    next_step::expect_next_step(advice, o.dump());
+    EXPECT_NE(text.find("\n      what to do: " + advice + "\n"), std::string::npos) << text;
+  }
+  std::map<std::string, std::string> by_host;  // the first of each host's
+  for (const nlohmann::json& o : doc["differ"])
+    by_host.emplace(o.at("host"), o.at("advice"));
+  EXPECT_NE(by_host["c"].find("on c, compare GPU0's PCIe link"), std::string::npos) << by_host["c"];
+  EXPECT_NE(by_host["f"].find("on f, rerun `commtool probe --latency` there"), std::string::npos)
+      << by_host["f"];
+  ASSERT_EQ(doc["missing"].size(), 1u);
+  const std::string missing = doc["missing"][0].at("advice");
+  EXPECT_NE(missing.find("on d, see what it lacks"), std::string::npos) << missing;
+  EXPECT_NE(text.find("\n      what to do: " + missing + "\n"), std::string::npos) << text;
+  // c's LOW figures, each with the node's own next step.
+  EXPECT_NE(text.find("\n      what to do: on c, check GPU0's PCIe link"), std::string::npos)
+      << text;
 }

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "next_step_checks.hpp"
 #include "probes/bandwidth/probe_plan.hpp"
 #include "probes/topo/nccl_xml.hpp"
 #include "reports/probe/probe_report.hpp"
@@ -182,4 +183,40 @@ TEST(IpcBlocker, APairWithoutP2pAmongTheRanksRulesIpcOut) {
             "GPU 1 and GPU 3 have no P2P, which CUDA IPC needs");
   EXPECT_EQ(ipc_blocker({0, 1}, {{2, 3}}), "");  // the refused pair is not among the ranks
   EXPECT_EQ(ipc_blocker({0, 0, 0}, {}), "");
+}
+
+// Every verdict a figure can get says what to do next, for the link it measured.
+TEST(ProbeText, EveryVerdictEndsWithWhatToDoNext) {
+  auto r = dgx_report({bandwidth("h2d", "H2D", Engine::kCopyEngine, kHost, 2, {20, 21, 22}),
+                       bandwidth("p2p", "write", Engine::kCopyEngine, 0, 5, {100, 101, 102}),
+                       bandwidth("p2p", "write", Engine::kCopyEngine, 1, 3, {470, 471, 472}),
+                       bandwidth("p2p", "write", Engine::kCopyEngine, 3, 1, {390, 391, 392})});
+  const std::string text = reports::render_probe_text(r);
+  const nlohmann::json doc = reports::probe_to_json(r);
+  int judged = 0;
+  for (size_t i = 0; i < r.measurements.size(); ++i) {
+    const Measurement& m = r.measurements[i];
+    const std::string sentence = reports::verdict_sentence(m);
+    const std::string advice = reports::verdict_advice(m);
+    if (sentence.empty()) {
+      EXPECT_TRUE(advice.empty()) << advice;
+      EXPECT_TRUE(doc["measurements"][i]["advice"].is_null());
+      continue;
+    }
+    ++judged;
+    next_step::expect_next_step(advice, sentence);
+    EXPECT_NE(text.find("  " + sentence + "\n      what to do: " + advice + "\n"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(doc["measurements"][i]["advice"], advice);
+  }
+  EXPECT_EQ(judged, 3);
+  // The host link is GPU2's PCIe; the pair's is its path; above spec questions the expectation.
+  EXPECT_NE(reports::verdict_advice(r.measurements[0]).find("check GPU2's PCIe link"),
+            std::string::npos);
+  EXPECT_NE(reports::verdict_advice(r.measurements[1])
+                .find("check the path between GPU0 and GPU5 in `commtool topo`"),
+            std::string::npos);
+  EXPECT_NE(reports::verdict_advice(r.measurements[2]).find("compare the link commtool assumed"),
+            std::string::npos);
 }

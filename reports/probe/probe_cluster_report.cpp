@@ -5,6 +5,7 @@
 #include <map>
 
 #include "probes/base/measure/byte_size.hpp"
+#include "probes/base/tool_packages.hpp"
 #include "reports/format/text_table.hpp"
 #include "reports/probe/probe_report.hpp"
 
@@ -40,6 +41,43 @@ std::string figure_name(const Measurement& m) {
                          ? fmt::format("rank{} -> rank{}", m.src_rank, m.dst_rank)
                          : endpoint_name(m.src) + " -> " + endpoint_name(m.dst);
   return fmt::format("{} {} {} {} ({})", m.probe, m.what, ends, probe::to_string(m.engine), m.unit);
+}
+
+// What to look at on a node whose figure stands apart: the link it measured, against the same
+// link on the other nodes.
+std::string outlier_advice(const probe::NodeOutlier& o) {
+  const Measurement& m = o.measurement;
+  const std::string ends = endpoint_name(m.src) + " -> " + endpoint_name(m.dst);
+  if (m.unit == "us") {
+    return fmt::format(
+        "on {}, rerun `commtool probe --latency` there to see {} stay apart: a latency apart "
+        "from the other nodes' comes from the path (the topo cluster view under the same "
+        "launcher compares it) or from other work on the GPUs (`nvidia-smi` lists the "
+        "processes; {})",
+        o.host, ends, tools::kNvidiaSmi);
+  }
+  if (m.src == probe::kHost || m.dst == probe::kHost) {
+    const int gpu = m.src == probe::kHost ? m.dst : m.src;
+    return fmt::format(
+        "on {}, compare GPU{}'s PCIe link with the other nodes': the topo cluster view under the "
+        "same launcher names a narrower or slower link, `nvidia-smi -q -d PCIE -i {}` reads it "
+        "on the node ({}); check nothing else copies to it",
+        o.host, gpu, gpu, tools::kNvidiaSmi);
+  }
+  return fmt::format(
+      "on {}, compare the path {} with the other nodes': the topo cluster view under the same "
+      "launcher names NVLinks down or another PCIe path; `nvidia-smi nvlink -s -i {}` reads the "
+      "links on the node ({})",
+      o.host, ends, m.src, tools::kNvidiaSmi);
+}
+
+// A node without figures the others have lacks a GPU or a path, or did not run a probe.
+std::string missing_advice(const probe::MissingFigures& m) {
+  return fmt::format(
+      "on {}, see what it lacks: the topo cluster view under the same launcher names a GPU or "
+      "NVLink missing against the other nodes, and this probe's \"not run\" lines below say "
+      "which probes it skipped and why",
+      m.host);
 }
 
 // "8 GPUs on every node" or "8 GPUs on 3 nodes; 7 on node-d".
@@ -103,6 +141,7 @@ std::string differ_section(const ProbeClusterView& view) {
                            node_name(o.host, o.rank), figure_name(o.measurement),
                            figure_text(o.measurement.summary.median, o.measurement.unit),
                            figure_text(o.nodes_median, o.measurement.unit), o.ratio);
+        out += "      what to do: " + outlier_advice(o) + "\n";
       }
       if (list.size() > kOutliersShownPerNode) {
         out += fmt::format("  {}: and {} more figure(s) apart (--json lists every one)\n",
@@ -111,9 +150,10 @@ std::string differ_section(const ProbeClusterView& view) {
     }
     if (auto m = missing.find(n.rank); m != missing.end()) {
       out += fmt::format(
-          "  {}: {} figure(s) most nodes gave are missing, such as {}: check this node's GPUs "
-          "and links with `commtool topo` under the same launcher\n",
-          node_name(n.host, n.rank), m->second->count, figure_name(m->second->example));
+          "  {}: {} figure(s) most nodes gave are missing, such as {}\n"
+          "      what to do: {}\n",
+          node_name(n.host, n.rank), m->second->count, figure_name(m->second->example),
+          missing_advice(*m->second));
     }
   }
   return out;
@@ -124,7 +164,8 @@ std::string verdict_section(const ProbeClusterView& view) {
   for (const NodeProbe& n : view.nodes) {
     for (const Measurement& m : n.measurements) {
       if (std::string s = verdict_sentence(m); !s.empty()) {
-        lines += fmt::format("  {}: {}\n", node_name(n.host, n.rank), s);
+        lines += fmt::format("  {}: {}\n      what to do: on {}, {}\n", node_name(n.host, n.rank),
+                             s, n.host, verdict_advice(m));
       }
     }
   }
@@ -251,6 +292,7 @@ nlohmann::json probe_cluster_to_json(const ProbeClusterView& view, const probe::
     j["median"] = o.measurement.summary.median;
     j["nodes_median"] = o.nodes_median;
     j["ratio"] = o.ratio;
+    j["advice"] = outlier_advice(o);
     differ.push_back(j);
   }
   json missing = json::array();
@@ -258,7 +300,8 @@ nlohmann::json probe_cluster_to_json(const ProbeClusterView& view, const probe::
     missing.push_back({{"host", m.host},
                        {"rank", m.rank},
                        {"count", m.count},
-                       {"example", figure_json(m.example)}});
+                       {"example", figure_json(m.example)},
+                       {"advice", missing_advice(m)}});
   }
   return {{"schema_version", kProbeSchemaVersion},
           {"command", "probe"},

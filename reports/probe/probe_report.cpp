@@ -7,6 +7,7 @@
 #include <set>
 
 #include "probes/base/measure/byte_size.hpp"
+#include "probes/base/tool_packages.hpp"
 #include "probes/base/workers/placement.hpp"
 #include "reports/format/text_table.hpp"
 
@@ -135,14 +136,36 @@ std::string verdict_text(const Measurement& m) {
 std::string verdict_sentence(const Measurement& m) {
   probe::Verdict v = probe::judge(m);
   if (!v.low && !v.above) return {};
+  return fmt::format("{} {} {} {} -> {}: {:.1f} GB/s is {:.0f}% of {:.1f} GB/s ({}){}",
+                     v.low ? "LOW" : "ABOVE SPEC?", m.probe, m.what, endpoint_name(m.src),
+                     endpoint_name(m.dst), m.summary.median, v.percent, m.expected,
+                     m.expected_basis,
+                     v.low ? fmt::format(", under {:.0f}%", 100 * probe::kLowShare)
+                           : ": the expectation is probably wrong for this link");
+}
+
+std::string verdict_advice(const Measurement& m) {
+  probe::Verdict v = probe::judge(m);
+  if (!v.low && !v.above) return {};
+  const int gpu = m.src == probe::kHost ? m.dst : m.src;
+  if (v.above) {
+    return fmt::format(
+        "compare the link commtool assumed ({}) with what `commtool topo` reads for {} -> {}; "
+        "if the link is faster than that, report it with both commands' --json output",
+        m.expected_basis, endpoint_name(m.src), endpoint_name(m.dst));
+  }
+  if (m.src == probe::kHost || m.dst == probe::kHost) {
+    return fmt::format(
+        "check GPU{}'s PCIe link in `commtool topo` (a width or generation below its best, a "
+        "NUMA node far from the host memory) or `nvidia-smi -q -d PCIE -i {}` ({}), and that no "
+        "other process copies to it (`nvidia-smi` lists them)",
+        gpu, gpu, tools::kNvidiaSmi);
+  }
   return fmt::format(
-      "{} {} {} {} -> {}: {:.1f} GB/s is {:.0f}% of {:.1f} GB/s ({}); {}",
-      v.low ? "LOW" : "ABOVE SPEC?", m.probe, m.what, endpoint_name(m.src), endpoint_name(m.dst),
-      m.summary.median, v.percent, m.expected, m.expected_basis,
-      v.low ? fmt::format("under {:.0f}%: check the link state in `commtool topo` (width, "
-                          "generation, NUMA placement) and for competing traffic",
-                          100 * probe::kLowShare)
-            : "the expectation is probably wrong for this link; please report it");
+      "check the path between GPU{} and GPU{} in `commtool topo` (NVLinks down, or PCIe through "
+      "the CPU where a switch was expected), `nvidia-smi nvlink -s -i {}` for the links' state "
+      "({}), and that no other process uses either GPU",
+      m.src, m.dst, m.src, tools::kNvidiaSmi);
 }
 
 std::string figure_text(double v, const std::string& unit) {
@@ -199,7 +222,9 @@ std::string render_probe_text(const ProbeReport& r) {
 
   std::string verdicts;
   for (const Measurement& m : r.measurements) {
-    if (std::string line = verdict_sentence(m); !line.empty()) verdicts += "  " + line + "\n";
+    if (std::string line = verdict_sentence(m); !line.empty()) {
+      verdicts += "  " + line + "\n      what to do: " + verdict_advice(m) + "\n";
+    }
   }
   out += "\nVerdicts (LOW under " + fmt::format("{:.0f}", 100 * probe::kLowShare) +
          "% of the expected rate)\n" +
@@ -234,6 +259,8 @@ nlohmann::json measurements_to_json(const std::vector<Measurement>& measurements
     probe::Verdict v = probe::judge(m);
     j["percent_of_expected"] = v.percent > 0 ? json(v.percent) : json(nullptr);
     j["verdict"] = verdict_text(m);
+    const std::string advice = verdict_advice(m);
+    j["advice"] = advice.empty() ? json(nullptr) : json(advice);
     ms.push_back(j);
   }
   return ms;

@@ -29,8 +29,11 @@ std::string render_probe_cluster_csv(const probe::ProbeClusterView& view);
 std::string endpoint_name(int endpoint);                         // "host", "GPU3"
 std::string verdict_text(const probe::Measurement& m);           // "ok", "LOW", ...
 std::string figure_text(double value, const std::string& unit);  // 55.5 or 1.19
-// "LOW h2d H2D host -> GPU0: ... is 41% of ...; <advice>", or "" for a figure as expected.
+// "LOW h2d H2D host -> GPU0: ... is 41% of ... (basis)", or "" for a figure as expected.
 std::string verdict_sentence(const probe::Measurement& m);
+// What to do about a figure verdict_sentence names, for its probe and ends; "" for one as
+// expected.
+std::string verdict_advice(const probe::Measurement& m);
 std::string csv_header();
 std::string csv_row(const probe::Measurement& m);  // no newline
 // Measurements as --json gives them: each with its share of the expected rate and verdict.
