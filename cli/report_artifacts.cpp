@@ -131,14 +131,17 @@ int report_job_artifacts(const GlobalOptions& global, const JobArtifacts& a) {
         crossrank::read_ras(files::read_input_file(p.string(), 256ull << 20), p.string());
     const std::vector<crossrank::RasFinding> findings = crossrank::analyse_ras(s);
     fault = fault || !findings.empty();
-    json texts = json::array();
-    for (const crossrank::RasFinding& f : findings)
+    json texts = json::array(), advice = json::array();
+    for (const crossrank::RasFinding& f : findings) {
       texts.push_back(f.text);
+      advice.push_back(f.advice);
+    }
     answers.push_back({{"file", p.string()},
                        {"form", s.json ? "json" : "text"},
                        {"nccl_version", s.nccl_version},
                        {"repairs", s.repairs},
-                       {"findings", std::move(texts)}});
+                       {"findings", std::move(texts)},
+                       {"advice", std::move(advice)}});
     if (!text.empty()) text += "\n";
     text += crossrank::render_ras_text(s, findings, p.string());
   }
@@ -148,7 +151,7 @@ int report_job_artifacts(const GlobalOptions& global, const JobArtifacts& a) {
     for (const fs::path& p : a.logs)
       logs.push_back(
           crossrank::read_nccl_log(files::read_input_file(p.string(), 1ull << 30), p.string()));
-    const std::vector<std::string> findings = crossrank::analyse_nccl_logs(logs);
+    const std::vector<crossrank::LogFinding> findings = crossrank::analyse_nccl_logs(logs);
     json jl = json::array();
     for (const crossrank::NcclLog& l : logs) {
       json comms = json::array();
@@ -167,7 +170,14 @@ int report_job_artifacts(const GlobalOptions& global, const JobArtifacts& a) {
                     {"warnings", l.warnings.size()},
                     {"comms", std::move(comms)}});
     }
-    doc["nccl_logs"] = {{"logs", std::move(jl)}, {"findings", findings}};
+    json log_findings = json::array(), log_advice = json::array();
+    for (const crossrank::LogFinding& f : findings) {
+      log_findings.push_back(f.text);
+      log_advice.push_back(f.advice);
+    }
+    doc["nccl_logs"] = {{"logs", std::move(jl)},
+                        {"findings", std::move(log_findings)},
+                        {"advice", std::move(log_advice)}};
     if (!text.empty()) text += "\n";
     text += crossrank::render_nccl_logs_text(logs, findings);
   }

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <string>
 
+#include "next_step_checks.hpp"
 #include "tracing/crossrank/crossrank.hpp"
 
 using namespace commtool::crossrank;
@@ -289,4 +291,119 @@ TEST(Crossrank, ThousandsOfRanksAtOnePositionReadAsTwoSets) {
   EXPECT_TRUE(contains(text, "ranks 0-4095 except 17 wait in")) << text;
   EXPECT_LT(text.size(), 1000u);
   RecordProperty("analyse_seconds", std::to_string(s));  // a figure, not an assertion
+}
+
+// --- what to do next: every finding says it, for its rule and its evidence ---
+
+namespace {
+
+// The verdict of `job`, every finding's advice checked and shown under it in the text.
+Verdict checked(Job& job) {
+  normalise(job);
+  const Verdict v = analyse(job);
+  const std::string text = render_text(job, v);
+  for (size_t i = 0; i < v.findings.size(); ++i) {
+    const std::string advice = finding_advice(job, v.findings[i]);
+    next_step::expect_next_step(advice, to_string(v.findings[i].rule));
+    EXPECT_TRUE(contains(text, finding_text(job, v.findings[i]) + ".\n" + (i == 0 ? "" : "  ") +
+                                   "  what to do: " + advice + ".\n"))
+        << text;
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST(CrossrankAdvice, EveryRuleEndsWithWhatToDoNext) {
+  std::set<Rule> seen;
+  const auto note = [&](const Verdict& v) {
+    for (const Finding& f : v.findings)
+      seen.insert(f.rule);
+  };
+  {
+    Job job = lockstep(3, 10);  // a rank that left, a disagreement after it
+    start(job, 10, {1});
+    rank(job, 1).finished = true;
+    rank(job, 0).ops[2].call = job.call(all_reduce(7));
+    note(checked(job));
+  }
+  {
+    Job job = lockstep(4, 3);  // a rank without records
+    job.groups[0].ranks.pop_back();
+    start(job, 3);
+    note(checked(job));
+  }
+  for (Liveness l : {Liveness::kStopped, Liveness::kRunning, Liveness::kUninterruptible,
+                     Liveness::kZombie, Liveness::kGone, Liveness::kSilent}) {
+    Job behind = lockstep(3, 5);
+    start(behind, 5, {1});
+    rank(behind, 1).life = {l, ""};
+    note(checked(behind));
+    Job held = lockstep(3, 5);
+    start(held, 5);
+    rank(held, 2).life = {l, ""};
+    note(checked(held));
+  }
+  {
+    Job job = lockstep(3, 8);  // a disagreement, and the wait that follows from it
+    rank(job, 1).ops[5].call = job.call(broadcast(1024, 0));
+    start(job, 8);
+    note(checked(job));
+  }
+  for (Rule r : {Rule::kMissing, Rule::kDisagree, Rule::kBehind, Rule::kHeld, Rule::kBelow})
+    EXPECT_TRUE(seen.contains(r)) << to_string(r) << " was never made: the test misses a case";
+}
+
+TEST(CrossrankAdvice, NamesTheProcessToLookAtAndHowForWhatItDoes) {
+  Job behind = lockstep(3, 5);
+  start(behind, 5, {1});
+  rank(behind, 1).where = "node-b pid 4711";
+  Verdict v = checked(behind);
+  EXPECT_EQ(finding_advice(behind, v.findings[0]),
+            "look at what rank 1 (node-b pid 4711) is doing instead: its stack, `py-spy dump "
+            "--pid 4711` for Python (pip package py-spy) or `gdb -p 4711 -batch -ex 'thread "
+            "apply all bt'` (package gdb)");
+
+  Job stopped = lockstep(3, 5);
+  start(stopped, 5);
+  rank(stopped, 2).life = {Liveness::kStopped, ""};
+  rank(stopped, 2).where = "node-c pid 99";
+  v = checked(stopped);
+  EXPECT_TRUE(contains(finding_advice(stopped, v.findings[0]), "resume rank 2 (`kill -CONT 99`)"))
+      << finding_advice(stopped, v.findings[0]);
+
+  Job below = lockstep(3, 5);
+  start(below, 5);
+  v = checked(below);
+  const std::string advice = finding_advice(below, v.findings[0]);
+  EXPECT_TRUE(contains(advice, "on the hosts of ranks 0-2: the kernel log for Xid errors"))
+      << advice;
+  EXPECT_TRUE(contains(advice, "NCCL_DEBUG=INFO")) << advice;
+  // The next step is said once, under the finding, not inside its sentence.
+  EXPECT_FALSE(contains(finding_text(below, v.findings[0]), "Next:"));
+}
+
+TEST(CrossrankAdvice, ARankWithoutRecordsGetsTheArtifactsOwnCheck) {
+  Job job = lockstep(4, 3);
+  job.groups[0].ranks.pop_back();
+  start(job, 3);
+  job.absent_check = "look for its dump";
+  const Verdict v = checked(job);
+  EXPECT_TRUE(contains(finding_advice(job, v.findings[0]), "for rank 3: look for its dump"))
+      << finding_advice(job, v.findings[0]);
+}
+
+TEST(CrossrankText, AnUnknownSizeOrTypeIsWrittenUnknown) {
+  Job job = lockstep(2, 2);
+  job.groups[0].nranks = 0;
+  Call c;
+  c.func = "AllReduce";
+  c.count = 8;
+  const uint32_t id = job.call(c);
+  EXPECT_EQ(call_text(job, job.groups[0], id, 4), "AllReduce #4 (8 x unknown type)");
+  rank(job, 1).ops[1].call = id;
+  normalise(job);
+  const std::string text = render_text(job, analyse(job));
+  EXPECT_TRUE(contains(text, "communicator c0ffee (rank count unknown)")) << text;
+  EXPECT_FALSE(contains(text, "?")) << text;
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "next_step_checks.hpp"
 #include "probes/base/input_file.hpp"
 #include "tracing/crossrank/nccl_log.hpp"
 
@@ -44,9 +45,10 @@ TEST(NcclLog, RealLogsGiveTheRanksTheNetworkAndTheWarnings) {
   EXPECT_TRUE(l.comms[0].init_complete);
   EXPECT_EQ(l.warnings.size(), 2u);
   EXPECT_EQ(logs[1].warnings.size(), 0u);  // rank 1, the one that broadcast, went on
-  const std::vector<std::string> f = analyse_nccl_logs(logs);
+  const std::vector<LogFinding> f = analyse_nccl_logs(logs);
   ASSERT_EQ(f.size(), 1u);  // no transport finding on a node without InfiniBand
-  EXPECT_EQ(f[0],
+  next_step::expect_next_step(f[0].advice, f[0].text);
+  EXPECT_EQ(f[0].text,
             "NCCL WARN \"socketProgress: Connection closed by remote peer \" from vm pid 1856 "
             "(rank 0), vm pid 1858 (rank 2), first at 2026-12-07 10:31:11");
 }
@@ -67,13 +69,23 @@ TEST(NcclLog, SocketsWhereInfiniBandWasFoundIsAFindingAndMissingLogsAreNamed) {
   EXPECT_EQ(l.lines, 5u);
   ASSERT_EQ(l.comms.size(), 1u);
   EXPECT_FALSE(l.comms[0].init_complete);
-  const std::vector<std::string> f = analyse_nccl_logs({l});
+  const std::vector<LogFinding> f = analyse_nccl_logs({l});
   ASSERT_EQ(f.size(), 3u);
-  EXPECT_EQ(f[0].rfind("node1 pid 100 (rank 3) uses NCCL's socket transport though InfiniBand "
-                       "devices were found",
-                       0),
-            0u)
-      << f[0];
-  EXPECT_NE(f[1].find("Remote process exited or there was a network error"), std::string::npos);
-  EXPECT_EQ(f[2], "communicator 0xfeed (8 ranks): no log read for ranks 0-7 except 3");
+  EXPECT_EQ(f[0].text,
+            "node1 pid 100 (rank 3) uses NCCL's socket transport though InfiniBand devices were "
+            "found");
+  EXPECT_NE(f[0].advice.find("NCCL_IB_DISABLE=1, NCCL_NET=Socket"), std::string::npos)
+      << f[0].advice;
+  EXPECT_NE(f[1].text.find("Remote process exited or there was a network error"),
+            std::string::npos);
+  EXPECT_EQ(f[2].text, "communicator 0xfeed (8 ranks): no log read for ranks 0-7 except 3");
+  EXPECT_NE(f[2].advice.find("collect the logs of ranks 0-7 except 3 too"), std::string::npos)
+      << f[2].advice;
+  const std::string rendered = render_nccl_logs_text({l}, f);
+  for (const LogFinding& x : f) {
+    next_step::expect_next_step(x.advice, x.text);
+    EXPECT_NE(rendered.find("  " + x.text + "\n    what to do: " + x.advice + "\n"),
+              std::string::npos)
+        << rendered;
+  }
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "next_step_checks.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/input_file.hpp"
 #include "tracing/crossrank/ras.hpp"
@@ -51,6 +52,9 @@ TEST(Ras, NcclsJsonWithoutItsCommaIsRepairedAndSaysSo) {
 TEST(Ras, TheMissingRankComesFirstThenTheErrors) {
   const std::vector<RasFinding> f = analyse_ras(fixture("skip/ras.json"));
   ASSERT_EQ(f.size(), 2u) << all_of(f);
+  EXPECT_NE(f[0].advice.find("on 192.0.2.2, check whether process 2249 still runs"),
+            std::string::npos)
+      << f[0].advice;
   EXPECT_EQ(f[0].text.rfind("MISSING on communicator 0x604ac47e41b08d7e (3 ranks): rank 1 "
                             "(192.0.2.2 pid 2249, GPU 0) did not answer RAS",
                             0),
@@ -110,4 +114,30 @@ TEST(Ras, WhatIsNotAnAnswerIsAnErrorNamingTheSource) {
   EXPECT_TRUE(contains(error_of("{\n\"nccl_version\": \"x\"\n}"), "without \"communicators\""));
   // A comma is put back only across a line end, between a value and a key.
   EXPECT_TRUE(contains(error_of("{\n\"communicators\": [] \"x\": 1}"), "src: a RAS answer that"));
+}
+
+// Every kind of RAS finding says what to do next, under it in the text.
+TEST(Ras, EveryFindingEndsWithWhatToDoNext) {
+  const std::string doc = R"({"nccl_version": "2.28.9", "communicators": [{"hash": "0xab",
+    "size": 4, "ranks": [
+      {"rank": 0, "host": "a", "pid": 1, "collective_counts": {"AllReduce": 40}},
+      {"rank": 1, "host": "a", "pid": 2, "collective_counts": {"AllReduce": 40},
+       "status": {"async_error": 6}},
+      {"rank": 2, "host": "b", "pid": 3, "collective_counts": {"AllReduce": 39},
+       "status": {"abort_flag": true}}]}]})";
+  std::vector<RasStatus> answers = {read_ras(doc, "x"), fixture("skip/ras.json"),
+                                    fixture("func/ras.txt")};
+  size_t seen = 0;
+  for (const RasStatus& s : answers) {
+    const std::vector<RasFinding> f = analyse_ras(s);
+    const std::string text = render_ras_text(s, f, "x");
+    for (size_t i = 0; i < f.size(); ++i) {
+      ++seen;
+      next_step::expect_next_step(f[i].advice, f[i].text);
+      EXPECT_TRUE(contains(
+          text, f[i].text + ".\n" + (i == 0 ? "" : "  ") + "  what to do: " + f[i].advice + ".\n"))
+          << text;
+    }
+  }
+  EXPECT_GE(seen, 6u);
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "next_step_checks.hpp"
 #include "recording_builder.hpp"
 #include "reports/record/record_report.hpp"
 #include "tracing/record/recording.hpp"
@@ -339,4 +340,94 @@ TEST(RecordReport, RanksSharingAGpuAreNamedAndNeverStragglers) {
   EXPECT_TRUE(named);
   // The lags are still shown per rank.
   EXPECT_GT(report.ranks[1].start_lag_us.median, 400);
+}
+
+// --- What to do next, and a recording with nothing in it ---
+
+TEST(RecordReport, AStragglerSaysWhichProcessToLookAtAndHow) {
+  const Recording rec = job(2, 8, [](int r, int i) { return r == 1 && i < 6 ? 300 * kUs : 0; });
+  const RecordingReport report = analyse_recording(rec);
+  ASSERT_EQ(report.stragglers.size(), 1u);
+  const std::string& advice = report.stragglers[0].advice;
+  next_step::expect_next_step(advice, "straggler");
+  EXPECT_NE(advice.find("look at what rank 1 (node-a pid 101) does between its NCCL calls"),
+            std::string::npos)
+      << advice;
+  EXPECT_NE(advice.find("`top -H -p 101`"), std::string::npos) << advice;
+  EXPECT_EQ(advice.find("chronyc"), std::string::npos) << advice;  // one host: one clock
+  EXPECT_EQ(report.advice, advice);
+  EXPECT_NE(render_recording_text(report).find("\n  what to do: " + advice + ".\n"),
+            std::string::npos);
+  const auto doc = recording_to_json(report);
+  EXPECT_EQ(doc["stragglers"][0]["advice"], advice);
+  EXPECT_EQ(doc["advice"], advice);
+  // Across hosts the clocks are the first suspect.
+  const RecordingReport across = analyse_recording(job(
+      2, 8, [](int r, int i) { return r == 1 && i < 6 ? 3000 * kUs : 0; }, "node-b"));
+  ASSERT_EQ(across.stragglers.size(), 1u);
+  EXPECT_NE(across.stragglers[0].advice.find("`chronyc tracking`, package chrony"),
+            std::string::npos)
+      << across.stragglers[0].advice;
+}
+
+TEST(RecordReport, EveryVerdictEndsWithWhatToDoNext) {
+  for (const char* fixture : {"two_rank_clean", "hang_rank3", "mismatch", "dead_process",
+                              "straggler", "cut_last_line", "torch_stop"}) {
+    const RecordingReport report = analyse_recording(load_recording(kFixtures / fixture));
+    next_step::expect_next_step(report.advice, fixture);
+    const std::string text = render_recording_text(report);
+    EXPECT_NE(text.find("what to do: " + report.advice), std::string::npos) << fixture << "\n"
+                                                                            << text;
+    const auto doc = recording_to_json(report);
+    EXPECT_EQ(doc["advice"], report.advice) << fixture;
+    for (const auto& f : doc["standing"]["verdict"]["findings"])
+      next_step::expect_next_step(f.at("advice"), std::string(fixture) + ": " + f.dump());
+  }
+}
+
+// `commtool record -- echo hi`: no process loaded NCCL, so there is nothing to give an all-clear
+// on; the report says so and why that can be, and prints no empty tables.
+TEST(RecordReport, ARecordingWithoutOperationsSaysSoInsteadOfAnAllClear) {
+  RecordingDir dir;
+  const RecordingReport report = analyse_recording(load_recording(dir.path));
+  EXPECT_EQ(report.verdict, Verdict::kNoOperations);
+  const std::string text = render_recording_text(report);
+  EXPECT_NE(text.find("No NCCL operation was recorded, so there is nothing to judge: no process "
+                      "of the job loaded NCCL with commtool's profiler plugin (the job did not "
+                      "use NCCL, or NCCL did not load the plugin).\n  what to do: check that the "
+                      "job uses NCCL at all, and that its processes got NCCL_PROFILER_PLUGIN"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("No hang"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Operations per communicator"), std::string::npos) << text;
+  EXPECT_EQ(text.find("no operation ended"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Clocks ("), std::string::npos) << text;
+  const auto doc = recording_to_json(report);
+  EXPECT_EQ(doc["verdict"], "no-operations");
+  next_step::expect_next_step(doc["advice"], "no operations");
+
+  // A process that loaded the plugin and set up a communicator, then did nothing.
+  RecordingDir idle;
+  idle.append("a.jsonl", lines_of({proc_line(1), comm_line(kComm, 0, 2)}));
+  idle.append("b.jsonl", lines_of({proc_line(2), comm_line(kComm, 1, 2)}));
+  const RecordingReport quiet = analyse_recording(load_recording(idle.path));
+  EXPECT_EQ(quiet.verdict, Verdict::kNoOperations);
+  const std::string quiet_text = render_recording_text(quiet);
+  EXPECT_NE(quiet_text.find("2 processes loaded the profiler plugin, yet none started an NCCL "
+                            "operation"),
+            std::string::npos)
+      << quiet_text;
+  EXPECT_NE(quiet_text.find("it may have stopped before its first collective"), std::string::npos)
+      << quiet_text;
+}
+
+TEST(RecordReport, ACleanRecordingIsAnAllClearWithItsNextStep) {
+  const RecordingReport report = analyse_recording(job(2, 8, [](int, int) { return 0; }));
+  EXPECT_EQ(report.verdict, Verdict::kNone);
+  const std::string text = render_recording_text(report);
+  EXPECT_NE(text.find("No hang, no fault and no straggler.\n  what to do: nothing to fix in the "
+                      "collectives"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Operations per communicator"), std::string::npos) << text;
 }

@@ -63,7 +63,8 @@ json verdict_json(const crossrank::Job& job, const crossrank::Verdict& v) {
          {"last_completed", std::move(last)},
          {"processes", std::move(lives)},
          {"no_records", f.no_records},
-         {"text", crossrank::finding_text(job, f)}});
+         {"text", crossrank::finding_text(job, f)},
+         {"advice", crossrank::finding_advice(job, f)}});
   }
   return {{"hang", v.hang}, {"findings", std::move(findings)}};
 }

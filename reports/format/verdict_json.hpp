@@ -2,7 +2,8 @@
 // that gives one (a recording's, Flight Recorder dumps'): {"hang", "findings": [{"rule",
 // "group", "group_name", "nranks", "position", "call", "ranks", "waiting",
 // "waiting_since_wall_ns", "past", "sides", "field", "later_disagreements", "last_completed",
-// "processes", "no_records", "text"}]}; unknowns are null.
+// "processes", "no_records", "text", "advice"}]}; unknowns are null. "advice" is the finding's
+// next step (crossrank::finding_advice), as topo's findings carry theirs.
 #pragma once
 
 #include <nlohmann/json.hpp>

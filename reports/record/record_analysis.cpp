@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "probes/base/error.hpp"
+#include "probes/base/tool_packages.hpp"
 #include "reports/record/record_report.hpp"
 #include "reports/record/record_split.hpp"
 #include "tracing/collectives/collective_data.hpp"
@@ -31,6 +32,8 @@ const char* to_string(Verdict v) {
       return "straggler";
     case Verdict::kNone:
       return "none";
+    case Verdict::kNoOperations:
+      return "no-operations";
   }
   return "?";
 }
@@ -175,6 +178,22 @@ OpRow finish_row(RowData& d) {
   return row;
 }
 
+// A rank that starts its collectives late is late before them: what its process does between
+// NCCL calls, or its GPU; across hosts the clocks come first.
+std::string straggler_advice(int rank, const std::string& process, bool cross_host) {
+  const size_t at = process.rfind(" pid ");
+  const std::string pid = at == std::string::npos ? "PID" : process.substr(at + 5);
+  return fmt::format(
+      "{}look at what rank {} ({}) does between its NCCL calls: a busy or shared core or its "
+      "input pipeline (`top -H -p {}`, {}; `py-spy dump --pid {}` for Python, {}), or a "
+      "throttled GPU (`nvidia-smi -q -d PERFORMANCE`; {})",
+      cross_host ? fmt::format("the ranks are on several hosts: first check their clocks agree "
+                               "(`chronyc tracking`, {}); then ",
+                               tools::kChrony)
+                 : "",
+      rank, process, pid, tools::kProcps, pid, tools::kPySpy, tools::kNvidiaSmi);
+}
+
 void find_stragglers(const std::map<uint64_t, CommStarts>& starts,
                      std::map<std::pair<uint64_t, int>, RankData>& ranks,
                      std::vector<Straggler>& out) {
@@ -205,8 +224,8 @@ void find_stragglers(const std::map<uint64_t, CommStarts>& starts,
       const double median = median_of(std::move(v));
       const int needed = std::max(kMinStragglerOps, (compared + 1) / 2);
       if (!time_sliced && last[rank] >= needed && median > threshold) {
-        out.push_back(
-            {comm, c.name, rank, d.row.process, last[rank], compared, median, max_lag, threshold});
+        out.push_back({comm, c.name, rank, d.row.process, last[rank], compared, median, max_lag,
+                       threshold, straggler_advice(rank, d.row.process, c.hosts.size() > 1)});
       }
     }
   }
@@ -265,6 +284,38 @@ void cupti_warnings(const RecordingReport& r, std::vector<std::string>& out) {
                       s.process, s.dropped));
     }
   }
+}
+
+std::string verdict_advice(const RecordingReport& r) {
+  const record::Standing& s = r.standing;
+  switch (r.verdict) {
+    case Verdict::kHang:
+    case Verdict::kFault:
+      if (!s.verdict.findings.empty()) {
+        return crossrank::finding_advice(s.job, s.verdict.findings.front());
+      }
+      return "see where every rank stood above: the ranks with operations in flight are the "
+             "ones to look at; NCCL's RAS status (`ncclras`, with NCCL 2.24 and later) and "
+             "NCCL's log (NCCL_DEBUG=INFO) say what holds them";
+    case Verdict::kStraggler:
+      return r.stragglers.front().advice;
+    case Verdict::kNone:
+      return "nothing to fix in the collectives; if the job was slow, compare these "
+             "operations' busbw with `commtool trace` of the same collective and sizes on these "
+             "GPUs";
+    case Verdict::kNoOperations:
+      if (s.processes.empty()) {
+        return "check that the job uses NCCL at all, and that its processes got "
+               "NCCL_PROFILER_PLUGIN (a launcher or container that starts them with a fresh "
+               "environment drops it: pass it on, e.g. `mpirun -x NCCL_PROFILER_PLUGIN` or "
+               "`docker run -e NCCL_PROFILER_PLUGIN`) and run NCCL 2.28 or later; record's "
+               "standard error said what it saw";
+      }
+      return "check how the job ended (above): it may have stopped before its first collective; "
+             "a job whose communicators have one rank each gives NCCL's profiler no operation to "
+             "report: record it at two ranks or more";
+  }
+  return "";
 }
 
 }  // namespace
@@ -430,7 +481,11 @@ RecordingReport analyse_recording(const Recording& rec) {
     report.verdict = Verdict::kFault;
   } else if (!report.stragglers.empty()) {
     report.verdict = Verdict::kStraggler;
+  } else if (report.standing.in_flight + report.standing.completed + report.standing.unverified ==
+             0) {
+    report.verdict = Verdict::kNoOperations;
   }
+  report.advice = verdict_advice(report);
   return report;
 }
 

@@ -148,7 +148,8 @@ json recording_to_json(const RecordingReport& r) {
                           {"compared", s.compared},
                           {"median_lag_us", s.median_lag_us},
                           {"max_lag_us", s.max_lag_us},
-                          {"threshold_us", s.threshold_us}});
+                          {"threshold_us", s.threshold_us},
+                          {"advice", s.advice}});
   }
   for (const ClockFit& c : r.clocks) {
     clocks.push_back({{"process", c.process},
@@ -164,6 +165,7 @@ json recording_to_json(const RecordingReport& r) {
           {"dir", r.dir},
           {"record", r.meta ? record::to_json(*r.meta) : json(nullptr)},
           {"verdict", to_string(r.verdict)},
+          {"advice", r.advice},
           {"standing", standing_json(r.standing)},
           {"operations", std::move(ops)},
           {"ranks", std::move(ranks)},

@@ -122,12 +122,15 @@ struct Straggler {
   double median_lag_us = 0;
   double max_lag_us = 0;
   double threshold_us = 0;
+  std::string advice;  // what to look at next on that rank's process
 };
 
 // kHang: the launcher saw a hang, or operations were in flight that could not finish; kFault: the
 // cross-rank analysis found ranks that disagree or a rank missing, without a hang; kStraggler:
-// none of those, and a rank starts late. The cross-rank findings are Standing::verdict's.
-enum class Verdict { kHang, kFault, kStraggler, kNone };
+// none of those, and a rank starts late; kNoOperations: none of those, and no NCCL operation was
+// recorded at all, so there is nothing to give an all-clear on. The cross-rank findings are
+// Standing::verdict's.
+enum class Verdict { kHang, kFault, kStraggler, kNone, kNoOperations };
 const char* to_string(Verdict v);
 
 struct RecordingReport {
@@ -143,6 +146,9 @@ struct RecordingReport {
   std::vector<CuptiStatus> cupti;  // per process with a CUPTI layer, or asked for one
   std::vector<std::string> warnings;
   uint64_t end_lines = 0;
+  // The verdict's next step: the first cross-rank finding's, the first straggler's, or what to
+  // check when nothing is wrong or nothing was recorded. Never empty.
+  std::string advice;
 };
 
 RecordingReport analyse_recording(const record::Recording& rec);

@@ -99,13 +99,25 @@ std::string verdict(const RecordingReport& r) {
     case Verdict::kStraggler: {
       std::string out;
       for (const Straggler& s : r.stragglers)
-        out += straggler_sentence(s) + "\n";
+        out += straggler_sentence(s) + "\n  what to do: " + s.advice + ".\n";
       return out;
     }
+    case Verdict::kNoOperations:
+      return fmt::format(
+          "No NCCL operation was recorded, so there is nothing to judge: {}.\n  what to do: "
+          "{}.\n",
+          r.standing.processes.empty()
+              ? "no process of the job loaded NCCL with commtool's profiler plugin (the job did "
+                "not use NCCL, or NCCL did not load the plugin)"
+              : fmt::format("{} loaded the profiler plugin, yet none started an NCCL operation",
+                            r.standing.processes.size() == 1
+                                ? std::string("its one process")
+                                : fmt::format("{} processes", r.standing.processes.size())),
+          r.advice);
     case Verdict::kNone:
       break;
   }
-  return "No hang, no fault and no straggler.\n";
+  return "No hang, no fault and no straggler.\n  what to do: " + r.advice + ".\n";
 }
 
 std::string op_table(const RecordingReport& r) {
@@ -199,8 +211,10 @@ std::string render_recording_text(const RecordingReport& r) {
   for (const std::string& w : r.warnings)
     out += "WARNING: " + w + "\n";
   if (!r.warnings.empty()) out += "\n";
-  out += verdict(r) + "\n";
-  return out + op_table(r) + split_table(r) + rank_table(r) + clock_table(r);
+  out += verdict(r);
+  // No operation: no table to show, and no all-clear above an empty one.
+  if (r.verdict == Verdict::kNoOperations) return out;
+  return out + "\n" + op_table(r) + split_table(r) + rank_table(r) + clock_table(r);
 }
 
 }  // namespace commtool::reports

@@ -126,6 +126,12 @@ class Job {
   bool stuck = false;
   // What a rank without records means for this kind of artifact.
   std::string absent_means = "no recorder in its process, or it never joined";
+  // What to check for such a rank, for this kind of artifact: the next step of a finding that
+  // names it.
+  std::string absent_check =
+      "check that its process started and loaded commtool's profiler plugin "
+      "(NCCL_PROFILER_PLUGIN in its environment; record's standard error names the processes it "
+      "saw) and reached its communicator's init (NCCL_DEBUG=INFO logs ncclCommInitRank)";
 
  private:
   std::vector<Call> calls_;
@@ -201,9 +207,14 @@ std::string call_text(const Job& job, const Group& g, uint32_t call, uint64_t se
 // One finding as a sentence ("BEHIND on communicator ...: rank 1 never started ...").
 std::string finding_text(const Job& job, const Finding& f);
 
+// What to do next about one finding, for its rule and evidence: which rank's process to look at
+// and with what, what to resume, what to fix, what to collect. Never empty.
+std::string finding_advice(const Job& job, const Finding& f);
+
 // The verdict for an on-call engineer: one paragraph per finding, the first marked as the
-// verdict; "No disagreement, no rank missing or behind" when there is none. Text from the
-// artifacts is escaped before it reaches a terminal.
+// verdict, each followed by "  what to do: " and its advice; "No disagreement, no rank missing
+// or behind" when there is none. Text from the artifacts is escaped before it reaches a
+// terminal.
 std::string render_text(const Job& job, const Verdict& v);
 
 }  // namespace commtool::crossrank

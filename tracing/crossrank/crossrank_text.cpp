@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "probes/base/error.hpp"
+#include "probes/base/tool_packages.hpp"
 #include "tracing/crossrank/crossrank.hpp"
 
 namespace commtool::crossrank {
@@ -42,8 +43,8 @@ std::string group_label(const Group& g) {
 }
 
 std::string where(const Group& g) {
-  return fmt::format("{} {} ({} ranks)", g.kind, group_label(g),
-                     g.nranks > 0 ? fmt::format("{}", g.nranks) : "?");
+  return fmt::format("{} {} ({})", g.kind, group_label(g),
+                     g.nranks > 0 ? fmt::format("{} ranks", g.nranks) : "rank count unknown");
 }
 
 std::string clock_text(int64_t wall_ns) {
@@ -216,10 +217,179 @@ std::string finding_text(const Job& job, const Finding& f) {
       }
       return fmt::format(
           "BELOW NCCL on {}: {}, every rank started it and every process runs: what holds it is "
-          "below the NCCL calls (a GPU, a link, the network). Next: the kernel log for Xid "
-          "errors (dmesg), nvidia-smi -q for ECC and NVLink errors, NCCL's RAS status "
-          "(ncclras on a node of the job), NCCL's log (NCCL_DEBUG=INFO)",
+          "below the NCCL calls (a GPU, a link, the network)",
           where(g), waiting_text(job, g, f));
+  }
+  return "";
+}
+
+namespace {
+
+// "rank 3 (node-a pid 4711)" for the first few ranks of `ranks` that have a known place.
+std::string places(const Group& g, const std::vector<int>& ranks) {
+  std::vector<std::string> out;
+  for (int r : ranks) {
+    auto it =
+        std::find_if(g.ranks.begin(), g.ranks.end(), [&](const Rank& x) { return x.rank == r; });
+    if (it == g.ranks.end() || it->where.empty()) continue;
+    if (out.size() == 3) {
+      out.push_back("...");
+      break;
+    }
+    out.push_back(fmt::format("rank {} ({})", r, excerpt(it->where, 80)));
+  }
+  std::string text;
+  for (size_t i = 0; i < out.size(); ++i)
+    text += (i == 0 ? "" : ", ") + out[i];
+  return text;
+}
+
+// The process id in a place written "host pid 4711", or "PID".
+std::string pid_of(const Group& g, const std::vector<int>& ranks) {
+  for (int r : ranks) {
+    auto it =
+        std::find_if(g.ranks.begin(), g.ranks.end(), [&](const Rank& x) { return x.rank == r; });
+    if (it == g.ranks.end()) continue;
+    const size_t at = it->where.rfind(" pid ");
+    if (at != std::string::npos) return excerpt(it->where.substr(at + 5), 20);
+  }
+  return "PID";
+}
+
+// The host in a place written "host pid 4711", or "".
+std::string host_of(const Group& g, const std::vector<int>& ranks) {
+  for (int r : ranks) {
+    auto it =
+        std::find_if(g.ranks.begin(), g.ranks.end(), [&](const Rank& x) { return x.rank == r; });
+    if (it == g.ranks.end()) continue;
+    const size_t at = it->where.rfind(" pid ");
+    if (at != std::string::npos) return excerpt(it->where.substr(0, at), 60);
+  }
+  return "";
+}
+
+// How to see where a live process is: its stack.
+std::string stack_step(const Group& g, const std::vector<int>& ranks) {
+  const std::string pid = pid_of(g, ranks);
+  const std::string at = places(g, ranks);
+  const std::string who = at.empty()          ? ranks_text(ranks, g.nranks)
+                          : ranks.size() == 1 ? at
+                                              : ranks_text(ranks, g.nranks) + " (" + at + ")";
+  return fmt::format(
+      "look at what {} {} doing instead: its stack, `py-spy dump --pid {}` for Python ({}) or "
+      "`gdb -p {} -batch -ex 'thread apply all bt'` ({})",
+      who, ranks.size() == 1 ? "is" : "are", pid, tools::kPySpy, pid, tools::kGdb);
+}
+
+// What to do about processes that cannot run, by what they do; "" when none is known.
+std::string lives_step(const Group& g, const Finding& f) {
+  std::vector<std::string> steps;
+  for (const LifeGroup& l : f.lives) {
+    const std::string who = ranks_text(l.ranks, g.nranks);
+    const std::string pid = pid_of(g, l.ranks);
+    switch (l.life.state) {
+      case Liveness::kStopped:
+        steps.push_back(fmt::format(
+            "resume {} (`kill -CONT {}`) or detach the debugger that holds it", who, pid));
+        break;
+      case Liveness::kUninterruptible:
+        steps.push_back(fmt::format(
+            "{} is stuck in the kernel: `cat /proc/{}/stack` (as root) shows where, and `dmesg` "
+            "on its host shows Xid or file-system errors",
+            who, pid));
+        break;
+      case Liveness::kZombie:
+      case Liveness::kGone:
+        steps.push_back(fmt::format(
+            "{}'s process ended: its exit status and last lines in the job's log say why (an "
+            "out-of-memory kill shows in `dmesg` on its host); restart the job from its last "
+            "checkpoint",
+            who));
+        break;
+      case Liveness::kSilent:
+        steps.push_back(fmt::format(
+            "on {} check whether {}'s process {} still runs (`ps -o stat,wchan -p {}`, {}) and "
+            "read its last log lines",
+            host_of(g, l.ranks).empty() ? who + "'s host" : host_of(g, l.ranks), who, pid, pid,
+            tools::kProcps));
+        break;
+      case Liveness::kUnknown:
+      case Liveness::kRunning:
+        break;
+    }
+  }
+  std::string out;
+  for (size_t i = 0; i < steps.size(); ++i)
+    out += (i == 0 ? "" : "; ") + steps[i];
+  return out;
+}
+
+}  // namespace
+
+std::string finding_advice(const Job& job, const Finding& f) {
+  const Group& g = job.groups[f.group];
+  switch (f.rule) {
+    case Rule::kMissing: {
+      std::vector<std::string> steps;
+      if (!f.no_records.empty()) {
+        steps.push_back(
+            fmt::format("for {}: {}", ranks_text(f.no_records, g.nranks), job.absent_check));
+      }
+      std::vector<int> ended;
+      std::set_difference(f.ranks.begin(), f.ranks.end(), f.no_records.begin(), f.no_records.end(),
+                          std::back_inserter(ended));
+      if (!ended.empty()) {
+        const std::string lives = lives_step(g, f);
+        steps.push_back(
+            lives.empty()
+                ? fmt::format("find why {} left {} {} early: {} exit status and last lines in "
+                              "the job's log",
+                              ranks_text(ended, g.nranks), g.kind, group_label(g),
+                              ended.size() == 1 ? "its" : "their")
+                : lives);
+      }
+      if (!f.waiting.empty()) {
+        steps.push_back(
+            fmt::format("{} will not finish by themselves: end the job once you "
+                        "have what you need",
+                        ranks_text(f.waiting, g.nranks)));
+      }
+      std::string out;
+      for (size_t i = 0; i < steps.size(); ++i)
+        out += (i == 0 ? "" : "; ") + steps[i];
+      return out;
+    }
+    case Rule::kDisagree: {
+      std::string sites;
+      for (const Side& s : f.sides) {
+        if (s.site != kNoSite)
+          sites += (sites.empty() ? "" : " and ") + excerpt(job.site(s.site), 120);
+      }
+      return fmt::format(
+          "make every rank of {} {} call the same {} at {}{}: a branch on the rank or on the "
+          "data before the call is the usual cause (PyTorch: TORCH_DISTRIBUTED_DEBUG=DETAIL "
+          "checks each collective's arguments across ranks)",
+          g.kind, group_label(g), f.field.empty() ? "thing" : f.field, position_text(g, f.seq),
+          sites.empty() ? "" : " (called at " + sites + ")");
+    }
+    case Rule::kBehind: {
+      const std::string lives = lives_step(g, f);
+      return lives.empty() ? stack_step(g, f.ranks) : lives;
+    }
+    case Rule::kHeld: {
+      const std::string lives = lives_step(g, f);
+      return lives.empty() ? stack_step(g, f.ranks) : lives;
+    }
+    case Rule::kBelow:
+      if (f.after_disagreement) return "fix the disagreement above: this wait follows from it";
+      return fmt::format(
+          "on the hosts of {}{}: the kernel log for Xid errors (`dmesg`), `nvidia-smi -q -d "
+          "ECC,PCIE` for ECC and link errors and `nvidia-smi nvlink -e` for NVLink errors ({}), "
+          "NCCL's RAS status (`ncclras`, shipped with NCCL 2.24 and later, on any node of the "
+          "job) and NCCL's log (NCCL_DEBUG=INFO NCCL_DEBUG_FILE=/tmp/nccl.%h.%p); `commtool "
+          "report` reads the RAS answer and the logs",
+          ranks_text(f.waiting, g.nranks),
+          places(g, f.waiting).empty() ? "" : " (" + places(g, f.waiting) + ")", tools::kNvidiaSmi);
   }
   return "";
 }
@@ -252,13 +422,14 @@ std::string call_text(const Job& job, const Group& g, uint32_t call, uint64_t se
   std::string detail;
   const auto add = [&](const std::string& s) { detail += (detail.empty() ? "" : ", ") + s; };
   if (c.count)
-    add(fmt::format("{} x {}", *c.count, c.datatype.empty() ? "?" : excerpt(c.datatype, 30)));
+    add(fmt::format("{} x {}", *c.count,
+                    c.datatype.empty() ? "unknown type" : excerpt(c.datatype, 30)));
   if (!c.count && !c.datatype.empty()) add(excerpt(c.datatype, 30));
   if (!c.redop.empty()) add(excerpt(c.redop, 20));
   if (c.root) add(fmt::format("root {}", *c.root));
   if (c.peer) add(fmt::format("peer {}", *c.peer));
-  return fmt::format("{} {}{}{}", c.func.empty() ? "?" : excerpt(c.func, 40), g.position, seq,
-                     detail.empty() ? "" : " (" + detail + ")");
+  return fmt::format("{} {}{}{}", c.func.empty() ? "unknown call" : excerpt(c.func, 40), g.position,
+                     seq, detail.empty() ? "" : " (" + detail + ")");
 }
 
 std::string render_text(const Job& job, const Verdict& v) {
@@ -268,7 +439,9 @@ std::string render_text(const Job& job, const Verdict& v) {
   std::string out;
   for (size_t i = 0; i < v.findings.size(); ++i) {
     if (i == 1) out += "Consequences and further findings:\n";
-    out += (i == 0 ? "" : "  ") + finding_text(job, v.findings[i]) + ".\n";
+    const std::string indent = i == 0 ? "" : "  ";
+    out += indent + finding_text(job, v.findings[i]) + ".\n";
+    out += indent + "  what to do: " + finding_advice(job, v.findings[i]) + ".\n";
   }
   return out;
 }

@@ -148,6 +148,11 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
   fr.job.absent_means =
       "no dump: the process died or was killed before the watchdog wrote one, "
       "or the dump is elsewhere";
+  fr.job.absent_check =
+      "look for its dump on its node (TORCH_FR_DUMP_TEMP_FILE, TORCH_NCCL_DEBUG_INFO_TEMP_FILE "
+      "in older PyTorch, names the files' prefix; the watchdog writes one on a timeout with "
+      "TORCH_NCCL_DUMP_ON_TIMEOUT=1 and TORCH_NCCL_TRACE_BUFFER_SIZE above 0) and in the job's "
+      "log for how its process ended";
   std::map<std::string, size_t> group_index;  // "<pg name>" or "<pg name> p2p"
   std::map<int, std::string> seen_rank;
   std::map<std::string, PgInfo> pgs;
@@ -375,8 +380,8 @@ std::string render_flight_recorder_text(const FlightRecorderJob& fr, const Verdi
   }
   std::string out =
       fmt::format("Flight Recorder dumps of {} (PyTorch dump version {}, NCCL {}), {} file(s)\n",
-                  ranks_text(ranks, 0), versions.empty() ? "?" : versions,
-                  nccl.empty() ? "?" : nccl, fr.dumps.size());
+                  ranks_text(ranks, 0), versions.empty() ? "unknown" : versions,
+                  nccl.empty() ? "unknown" : nccl, fr.dumps.size());
   for (const std::string& w : fr.warnings)
     out += "WARNING: " + excerpt(w, 400) + "\n";
   out += "\n";
@@ -388,9 +393,9 @@ std::string render_flight_recorder_text(const FlightRecorderJob& fr, const Verdi
   }
   out += render_text(fr.job, v);
   for (const Group& g : fr.job.groups) {
-    out += fmt::format("\nprocess group {}{} ({} ranks, positions by {}):\n", excerpt(g.id, 40),
+    out += fmt::format("\nprocess group {}{} ({}, positions by {}):\n", excerpt(g.id, 40),
                        g.name.empty() ? "" : fmt::format(" (\"{}\")", excerpt(g.name, 40)),
-                       g.nranks > 0 ? fmt::format("{}", g.nranks) : "?",
+                       g.nranks > 0 ? fmt::format("{} ranks", g.nranks) : "rank count unknown",
                        g.id.ends_with(" p2p") ? "p2p_seq_id" : "collective_seq_id");
     out += group_lines(fr.job, g);
   }

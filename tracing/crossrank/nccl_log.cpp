@@ -7,6 +7,7 @@
 #include <set>
 
 #include "probes/base/error.hpp"
+#include "probes/base/tool_packages.hpp"
 #include "tracing/crossrank/crossrank.hpp"
 
 namespace commtool::crossrank {
@@ -134,8 +135,8 @@ NcclLog read_nccl_log(std::string_view text, const std::string& file) {
   return log;
 }
 
-std::vector<std::string> analyse_nccl_logs(const std::vector<NcclLog>& logs) {
-  std::vector<std::string> out;
+std::vector<LogFinding> analyse_nccl_logs(const std::vector<NcclLog>& logs) {
+  std::vector<LogFinding> out;
   // Warnings by their text, with the ranks (or processes) that logged them and the first time.
   struct Seen {
     std::set<std::string> who;
@@ -152,17 +153,24 @@ std::vector<std::string> analyse_nccl_logs(const std::vector<NcclLog>& logs) {
     }
     if (l.network == "Socket" && l.ib_devices) {
       out.push_back(
-          fmt::format("{} uses NCCL's socket transport though InfiniBand devices were found: check "
-                      "NCCL_IB_DISABLE, NCCL_NET and NCCL_IB_HCA",
-                      who));
+          {fmt::format("{} uses NCCL's socket transport though InfiniBand devices were found", who),
+           fmt::format("check that the job does not set NCCL_IB_DISABLE=1, NCCL_NET=Socket or an "
+                       "NCCL_IB_HCA that matches no device on {}, and that the ports are up "
+                       "(`ibstat`, {})",
+                       excerpt(l.host, 40), tools::kInfinibandDiags)});
     }
   }
   for (const auto& [text, s] : warned) {
     std::string who;
     for (const std::string& w : s.who)
       who += (who.empty() ? "" : ", ") + w;
-    out.push_back(fmt::format("NCCL WARN \"{}\" from {}{}", excerpt(text, 200), excerpt(who, 400),
-                              s.first.empty() ? "" : ", first at " + excerpt(s.first, 30)));
+    out.push_back(
+        {fmt::format("NCCL WARN \"{}\" from {}{}", excerpt(text, 200), excerpt(who, 400),
+                     s.first.empty() ? "" : ", first at " + excerpt(s.first, 30)),
+         fmt::format("read the lines of those processes' logs just before the warning{}: the "
+                     "first process to warn is nearest the cause; a peer's exit or a network "
+                     "error points at the ranks and links to check next",
+                     s.first.empty() ? "" : " (" + excerpt(s.first, 30) + ")")});
   }
   // Ranks of a communicator that left no log here.
   std::map<std::string, std::pair<int, std::vector<int>>> comms;
@@ -177,23 +185,28 @@ std::vector<std::string> analyse_nccl_logs(const std::vector<NcclLog>& logs) {
     for (int r = 0; r < c.first && absent.size() < 100'000; ++r)
       if (std::find(c.second.begin(), c.second.end(), r) == c.second.end()) absent.push_back(r);
     if (!absent.empty()) {
-      out.push_back(fmt::format("communicator {} ({} ranks): no log read for {}", excerpt(id, 40),
-                                c.first, ranks_text(absent, c.first)));
+      out.push_back(
+          {fmt::format("communicator {} ({} ranks): no log read for {}", excerpt(id, 40), c.first,
+                       ranks_text(absent, c.first)),
+           fmt::format("collect the logs of {} too: NCCL_DEBUG=INFO and "
+                       "NCCL_DEBUG_FILE=/tmp/nccl.%h.%p on every rank write one per process on "
+                       "its node; give them to `commtool report` beside these",
+                       ranks_text(absent, c.first))});
     }
   }
   return out;
 }
 
 std::string render_nccl_logs_text(const std::vector<NcclLog>& logs,
-                                  const std::vector<std::string>& findings) {
+                                  const std::vector<LogFinding>& findings) {
   std::string out = fmt::format("NCCL logs of {} process(es)\n", logs.size());
-  for (const std::string& f : findings)
-    out += "  " + f + "\n";
+  for (const LogFinding& f : findings)
+    out += "  " + f.text + "\n    what to do: " + f.advice + "\n";
   if (findings.empty()) out += "  no warning logged\n";
   for (const NcclLog& l : logs) {
     out += fmt::format("  {} pid {}: NCCL {}, network {}{}", excerpt(l.host, 40), l.pid,
-                       l.version.empty() ? "?" : excerpt(l.version, 30),
-                       l.network.empty() ? "?" : excerpt(l.network, 30),
+                       l.version.empty() ? "unknown" : excerpt(l.version, 30),
+                       l.network.empty() ? "unknown" : excerpt(l.network, 30),
                        l.warnings.empty() ? "" : fmt::format(", {} warning(s)", l.warnings.size()));
     for (const LogComm& c : l.comms) {
       out += fmt::format("; rank {} of {} in {} (bus id {}{})", c.rank, c.nranks,

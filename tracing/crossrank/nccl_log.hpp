@@ -51,10 +51,16 @@ bool looks_like_nccl_log(std::string_view head);
 
 NcclLog read_nccl_log(std::string_view text, const std::string& file);
 
+// A finding over the logs, and what to do next about it (never empty).
+struct LogFinding {
+  std::string text;
+  std::string advice;
+};
+
 // The findings over every process's log, most telling first (one line each).
-std::vector<std::string> analyse_nccl_logs(const std::vector<NcclLog>& logs);
+std::vector<LogFinding> analyse_nccl_logs(const std::vector<NcclLog>& logs);
 
 std::string render_nccl_logs_text(const std::vector<NcclLog>& logs,
-                                  const std::vector<std::string>& findings);
+                                  const std::vector<LogFinding>& findings);
 
 }  // namespace commtool::crossrank

@@ -8,6 +8,7 @@
 
 #include "probes/base/error.hpp"
 #include "probes/base/input_file.hpp"
+#include "probes/base/tool_packages.hpp"
 #include "tracing/crossrank/crossrank.hpp"
 
 namespace commtool::crossrank {
@@ -231,8 +232,9 @@ RasStatus read_ras(std::string_view text, const std::string& source) {
 std::vector<RasFinding> analyse_ras(const RasStatus& s) {
   std::vector<RasFinding> missing, behind, errors, states;
   for (const RasComm& c : s.comms) {
-    const std::string comm = fmt::format("communicator {} ({} ranks)", excerpt(c.hash, 40),
-                                         c.size > 0 ? fmt::format("{}", c.size) : "?");
+    const std::string comm =
+        fmt::format("communicator {} ({})", excerpt(c.hash, 40),
+                    c.size > 0 ? fmt::format("{} ranks", c.size) : "rank count unknown");
     for (const RasRank& r : c.ranks) {
       if (!r.missing) continue;
       missing.push_back(
@@ -241,7 +243,12 @@ std::vector<RasFinding> analyse_ras(const RasStatus& s) {
                        comm, r.rank, where_of(r),
                        r.considered_dead ? " and is considered dead"
                        : r.unresponsive  ? " and is unresponsive"
-                                         : "")});
+                                         : ""),
+           fmt::format("on {}, check whether process {} still runs (`ps -p {}`, {}); if it is "
+                       "gone, the job's log has how it ended and `dmesg` an out-of-memory kill or "
+                       "an Xid error; if it runs, RAS cannot reach it: check the network between "
+                       "that host and the others",
+                       excerpt(r.host, 60), r.pid, r.pid, tools::kProcps)});
     }
     // Per kind of collective, the ranks that issued fewer than the most.
     std::map<std::string, std::map<uint64_t, std::vector<int>>> by_kind;
@@ -256,18 +263,36 @@ std::vector<RasFinding> analyse_ras(const RasStatus& s) {
         if (n == most) continue;
         behind.push_back({fmt::format("BEHIND on {}: {} issued {} {} where {} issued {}", comm,
                                       ranks_text(ranks, c.size), n, excerpt(kind, 30),
-                                      ranks_text(ahead, c.size), most)});
+                                      ranks_text(ahead, c.size), most),
+                          fmt::format("look at what {} {} doing instead of its next {}: its "
+                                      "stack, `py-spy dump --pid PID` for Python ({}) or `gdb -p "
+                                      "PID` ({}), with the host and pid below",
+                                      ranks_text(ranks, c.size), ranks.size() == 1 ? "is" : "are",
+                                      excerpt(kind, 30), tools::kPySpy, tools::kGdb)});
       }
     }
     for (const RasRank& r : c.ranks) {
       if (r.missing) continue;
       if (r.async_error != 0) {
-        errors.push_back({fmt::format("ERROR on {}: rank {} ({}) reports {} ({})", comm, r.rank,
-                                      where_of(r), nccl_result(r.async_error), r.async_error)});
+        errors.push_back(
+            {fmt::format("ERROR on {}: rank {} ({}) reports {} ({})", comm, r.rank, where_of(r),
+                         nccl_result(r.async_error), r.async_error),
+             fmt::format("read NCCL's log of rank {} on {} (NCCL_DEBUG=WARN or INFO, "
+                         "NCCL_DEBUG_FILE=/tmp/nccl.%h.%p) for the call that failed and why; a "
+                         "remote or system error is the network or a peer that died: check the "
+                         "NICs (`ibstat`, {}) and the other ranks' findings",
+                         r.rank, excerpt(r.host, 60), tools::kInfinibandDiags)});
       }
       if (r.abort_flag || r.destroy_flag || r.finalize_called) {
         states.push_back(
             {fmt::format("on {}: rank {} ({}) has {} its communicator", comm, r.rank, where_of(r),
+                         r.abort_flag     ? "aborted"
+                         : r.destroy_flag ? "destroyed"
+                                          : "finalised"),
+             fmt::format("find in rank {}'s log why the application {} its communicator while "
+                         "the others use it (an exception in that process, or a shutdown path "
+                         "that runs on one rank only)",
+                         r.rank,
                          r.abort_flag     ? "aborted"
                          : r.destroy_flag ? "destroyed"
                                           : "finalised")});
@@ -279,7 +304,12 @@ std::vector<RasFinding> analyse_ras(const RasStatus& s) {
     out.insert(out.end(), v->begin(), v->end());
   if (!s.json) {
     for (const std::string& m : s.messages)
-      if (m.rfind("Rank ", 0) == 0) out.push_back({excerpt(m, 300)});
+      if (m.rfind("Rank ", 0) == 0) {
+        out.push_back({excerpt(m, 300),
+                       "read NCCL's log of the rank it names (NCCL_DEBUG=INFO) for the call and "
+                       "why; RAS's JSON form (NCCL 2.28.7 and later) has each rank's collective "
+                       "counts too"});
+      }
   }
   return out;
 }
@@ -301,7 +331,9 @@ std::string render_ras_text(const RasStatus& s, const std::vector<RasFinding>& f
   }
   for (size_t i = 0; i < findings.size(); ++i) {
     if (i == 1) out += "Further findings:\n";
-    out += (i == 0 ? "" : "  ") + findings[i].text + ".\n";
+    const std::string indent = i == 0 ? "" : "  ";
+    out += indent + findings[i].text + ".\n";
+    out += indent + "  what to do: " + findings[i].advice + ".\n";
   }
   if (!s.json && !s.messages.empty()) {
     out += "\nRAS's errors and warnings:\n";

@@ -56,6 +56,7 @@ RasStatus read_ras(std::string_view text, const std::string& source);
 
 struct RasFinding {
   std::string text;
+  std::string advice;  // what to do next about it: never empty
 };
 
 // The findings, most telling first; none when every rank of every communicator answered, issued

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "probes/base/error.hpp"
+#include "probes/base/tool_packages.hpp"
 #include "tracing/record/record_text.hpp"
 #include "tracing/record/standing.hpp"
 
@@ -51,6 +52,15 @@ std::string verdict(const Standing& s) {
         p.in_flight > 0
             ? fmt::format(" with {} in flight", plural(p.in_flight, "operation", "operations"))
             : " without finalising its communicators");
+    out += p.host.empty()
+               ? "  what to do: find how its process ended in the job's log (its exit status and "
+                 "last lines); `dmesg` on its host shows an out-of-memory kill or an Xid error\n"
+               : fmt::format(
+                     "  what to do: on {}, `ps -o stat,wchan -p {}` ({}) says whether it still "
+                     "runs (T: stopped, resume it with `kill -CONT {}`; D: stuck in the kernel); "
+                     "if it is gone, the job's log has its exit status and `dmesg` an "
+                     "out-of-memory kill or an Xid error\n",
+                     excerpt(p.host, 60), p.pid, tools::kProcps, p.pid);
   }
   if (!out.empty()) return out;
   if (s.processes.empty()) return "No process has recorded anything yet.\n";
@@ -117,8 +127,9 @@ std::string render_standing_text(const Standing& s) {
     std::vector<int> recorded;
     for (const RankStanding& r : c.ranks)
       recorded.push_back(r.rank);
-    out += fmt::format("\ncommunicator {}: {} ranks, recorded: {}\n", comm_label(c.comm, c.name),
-                       c.nranks > 0 ? fmt::format("{}", c.nranks) : "?", rank_list(recorded));
+    out += fmt::format("\ncommunicator {}: {}, recorded: {}\n", comm_label(c.comm, c.name),
+                       c.nranks > 0 ? fmt::format("{} ranks", c.nranks) : "rank count unknown",
+                       rank_list(recorded));
     for (const RankStanding& r : c.ranks)
       out += rank_line(s, r);
   }
