@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "allreduce_test_support.hpp"
+#include "next_step_checks.hpp"
 #include "probes/base/error.hpp"
 #include "reports/allreduce/allreduce_diagnosis.hpp"
 
@@ -318,4 +319,58 @@ TEST(AllReduceDiagnosis, RunToRunDriftIsTheLargestRelativeGapAtACommonValidSize)
   EXPECT_DOUBLE_EQ(run_to_run_drift(first, again), 0.2);
   EXPECT_DOUBLE_EQ(run_to_run_drift(again, first), 0.2);
   EXPECT_DOUBLE_EQ(run_to_run_drift(first, nccl_default({})), 0.0);
+}
+
+// --- What to do next: every recommendation ends with one step ---
+
+TEST(AllReduceAdvice, EveryRecommendationEndsWithWhatToDoNext) {
+  AllReduceSweep one_rank = clean_crossover();
+  one_rank.placement = {1, 1, 1};
+  AllReduceSweep shared = clean_crossover();
+  shared.placement = {4, 1, 4};
+  const std::vector<std::pair<std::string, AllReduceSweep>> cases = {
+      {"crossover", clean_crossover()},
+      {"default fastest",
+       sweep({nccl_default({ok(4 * KiB, 10), ok(4 * MiB, 500)}),
+              nccl_forced("Tree", "Simple", {ok(4 * KiB, 15), ok(4 * MiB, 700)})})},
+      {"single path",
+       sweep({nccl_default({ok(4 * KiB, 10)}),
+              one_shot({bad(4 * KiB, AllReducePointStatus::kNotApplicable, "no P2P")})})},
+      {"empty", sweep({})},
+      {"one rank", one_rank},
+      {"shared GPU", shared},
+      {"wrong data", sweep({nccl_default({ok(1 * MiB, 100), ok(2 * MiB, 180)}),
+                            two_shot({bad(1 * MiB, AllReducePointStatus::kFailedVerification, "3"),
+                                      ok(2 * MiB, 175)})})},
+  };
+  for (const auto& [name, s] : cases) {
+    const AllReduceDiagnosis d = diagnose_allreduce(s);
+    next_step::expect_next_step(d.advice, name);
+    EXPECT_NE(allreduce_text(s, d).find("\nRecommendation\n"), std::string::npos);
+    EXPECT_NE(allreduce_text(s, d).find("  what to do: " + d.advice + "\n"), std::string::npos)
+        << name;
+  }
+}
+
+TEST(AllReduceAdvice, SaysWhichSettingToTryAndWhatElseIsOwnCode) {
+  const AllReduceDiagnosis d = diagnose_allreduce(clean_crossover());
+  EXPECT_EQ(d.advice,
+            "try NCCL_ALGO=Ring NCCL_PROTO=Simple in the job's environment (before it starts: NCCL "
+            "reads it once per process) and compare the job's step time with and without: it "
+            "changes every all-reduce, not only 1 MiB to 4 MiB; the gain from 4 KiB to 64 KiB "
+            "needs an all-reduce of the job's own (IPC one-shot, behind a size threshold): weigh "
+            "it against NCCL's default, which needs nothing");
+  const AllReduceDiagnosis fastest = diagnose_allreduce(
+      sweep({nccl_default({ok(4 * KiB, 10), ok(4 * MiB, 500)}),
+             nccl_forced("Tree", "Simple", {ok(4 * KiB, 15), ok(4 * MiB, 700)})}));
+  EXPECT_TRUE(fastest.advice.starts_with("nothing to change")) << fastest.advice;
+  AllReduceSweep one_rank = clean_crossover();
+  one_rank.placement = {1, 1, 1};
+  EXPECT_TRUE(diagnose_allreduce(one_rank).advice.starts_with("run it again on 2 or more GPUs"));
+  const AllReduceDiagnosis wrong = diagnose_allreduce(
+      sweep({nccl_default({ok(1 * MiB, 100), ok(2 * MiB, 180)}),
+             two_shot({bad(1 * MiB, AllReducePointStatus::kFailedVerification, "3"),
+                       ok(2 * MiB, 175)})}));
+  EXPECT_NE(wrong.advice.find("IPC two-shot returned wrong data"), std::string::npos)
+      << wrong.advice;
 }

@@ -396,6 +396,77 @@ std::vector<std::string> exclusions(const AllReduceSweep& sweep) {
   return out;
 }
 
+// The next step: after a withheld recommendation, the run that can give one; with failed paths,
+// where their reasons are; with a path to switch to, how to try it in the job.
+std::string advice(const AllReduceSweep& sweep, const AllReduceDiagnosis& d) {
+  if (sweep.placement.ranks == 1) {
+    return "run it again on 2 or more GPUs of one machine (one rank per GPU) to compare the paths";
+  }
+  if (!d.withheld.empty()) {
+    return fmt::format(
+        "run it again with one rank per GPU (--devices naming {} different GPUs) "
+        "to compare the paths",
+        sweep.placement.ranks);
+  }
+  std::vector<std::string> failed;
+  for (const AllReducePath& p : sweep.paths) {
+    if (std::any_of(p.points.begin(), p.points.end(), [](const AllReducePoint& point) {
+          return point.status == Status::kFailedVerification;
+        })) {
+      failed.push_back(p.name);
+    }
+  }
+  const std::string failures =
+      failed.empty() ? ""
+                     : fmt::format(
+                           "; {} returned wrong data: a bug in that path, to report with "
+                           "this run's --json output",
+                           fmt::join(failed, " and "));
+  const size_t valid = std::count_if(sweep.paths.begin(), sweep.paths.end(), [](const auto& p) {
+    return std::any_of(p.points.begin(), p.points.end(),
+                       [](const AllReducePoint& point) { return point.status == Status::kOk; });
+  });
+  if (valid < 2) {
+    return "read why the paths failed under Excluded or not run; NCCL_DEBUG=WARN makes NCCL say "
+           "why it refused one" +
+           failures;
+  }
+  // The largest clear win of an NCCL setting, and of a path of the job's own.
+  const UseRange* nccl = nullptr;
+  const UseRange* own = nullptr;
+  for (const UseRange& r : d.ranges) {
+    const AllReducePath& p = sweep.paths[static_cast<size_t>(r.path)];
+    if (p.nccl_default) continue;
+    const UseRange*& best = p.kind == AllReducePathKind::kNccl ? nccl : own;
+    if (best == nullptr || r.max_speedup > best->max_speedup) best = &r;
+  }
+  std::vector<std::string> steps;
+  if (nccl != nullptr) {
+    const AllReducePath& p = sweep.paths[static_cast<size_t>(nccl->path)];
+    std::vector<std::string> vars;
+    if (!p.nccl_algo.empty()) vars.push_back("NCCL_ALGO=" + p.nccl_algo);
+    if (!p.nccl_proto.empty()) vars.push_back("NCCL_PROTO=" + p.nccl_proto);
+    steps.push_back(fmt::format(
+        "try {} in the job's environment (before it starts: NCCL reads it once per process) and "
+        "compare the job's step time with and without: it changes every all-reduce, not only "
+        "{} to {}",
+        fmt::join(vars, " "), size_name(nccl->first_bytes), size_name(nccl->last_bytes)));
+  }
+  if (own != nullptr) {
+    steps.push_back(fmt::format(
+        "the gain from {} to {} needs an all-reduce of the job's own ({}, behind a size "
+        "threshold): weigh it against NCCL's default, which needs nothing",
+        size_name(own->first_bytes), size_name(own->last_bytes),
+        sweep.paths[static_cast<size_t>(own->path)].name));
+  }
+  if (steps.empty()) {
+    steps.push_back(
+        "nothing to change: leave NCCL_ALGO and NCCL_PROTO unset (unset them where the job sets "
+        "them)");
+  }
+  return fmt::format("{}", fmt::join(steps, "; ")) + failures;
+}
+
 }  // namespace
 
 const AllReducePoint* point_at(const AllReducePath& path, uint64_t bytes) {
@@ -459,9 +530,11 @@ AllReduceDiagnosis diagnose_allreduce(const AllReduceSweep& sweep,
     d.recommendation = {d.withheld};
     d.crossovers.clear();
     d.ranges.clear();
+    d.advice = advice(sweep, d);
     return d;
   }
   d.recommendation = recommend(sweep, d);
+  d.advice = advice(sweep, d);
   return d;
 }
 

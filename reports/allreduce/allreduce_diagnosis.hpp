@@ -93,7 +93,10 @@ struct AllReduceDiagnosis {
   std::vector<Crossover> crossovers;
   std::vector<UseRange> ranges;
   std::vector<std::string> recommendation;  // plain sentences with their evidence
-  std::vector<std::string> exclusions;      // failed verification, refused, not applicable
+  // What to do next, as one sentence: the setting to try in the job, what to run instead when
+  // the recommendation is withheld, what to look at when paths failed. Never empty.
+  std::string advice;
+  std::vector<std::string> exclusions;  // failed verification, refused, not applicable
   std::string withheld;  // why there is no recommendation (see above); empty when there is one
   std::vector<std::string> notes;  // how to read the figures: drift, what NCCL could not say
 };

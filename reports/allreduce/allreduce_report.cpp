@@ -172,6 +172,7 @@ std::string allreduce_text(const AllReduceSweep& sweep, const AllReduceDiagnosis
   out += "\nRecommendation\n";
   for (const std::string& s : d.recommendation)
     out += fmt::format("  - {}\n", s);
+  out += fmt::format("  what to do: {}\n", d.advice);
   if (!d.exclusions.empty()) {
     out += "\nExcluded or not run\n";
     for (const std::string& s : d.exclusions)
@@ -246,6 +247,7 @@ std::string allreduce_json(const AllReduceSweep& sweep, const AllReduceDiagnosis
               {"crossovers", crossovers},
               {"ranges", ranges},
               {"recommendation", d.recommendation},
+              {"advice", d.advice},
               {"exclusions", d.exclusions}};
   if (!d.notes.empty()) out["notes"] = d.notes;
   return out.dump(2) + "\n";
