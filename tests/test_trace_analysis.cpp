@@ -207,6 +207,29 @@ TEST(TraceAnalysis, MissingRecordsBecomeWarningsNamingTheRank) {
   EXPECT_EQ(r.warnings[0].rfind("rank 0: operation 1:", 0), 0u) << r.warnings[0];
 }
 
+// The warnings end with what to do about them: one step per kind, in the text and the JSON.
+TEST(TraceAnalysis, WarningsEndWithWhatToDoNext) {
+  EXPECT_TRUE(analyse(split_run()).advice.empty());  // no warning, nothing to do
+  TraceRun missing = split_run();
+  missing.ranks[0].records.events.clear();
+  TraceReport r = analyse(missing);
+  ASSERT_EQ(r.advice.size(), 1u);
+  EXPECT_NE(r.advice[0].find("CUPTI's records of some operations are missing"), std::string::npos);
+  EXPECT_NE(r.advice[0].find("fewer measured operations per size (--iters)"), std::string::npos);
+  const std::string text = commtool::reports::render_trace_text(r);
+  EXPECT_NE(text.find("\n  what to do: " + r.advice[0] + "\n"), std::string::npos) << text;
+  EXPECT_EQ(commtool::reports::trace_to_json(r)["advice"][0], r.advice[0]);
+
+  TraceRun dropped = split_run();
+  dropped.ranks[0].records.dropped_records = 17;
+  EXPECT_EQ(analyse(dropped).advice, r.advice);
+  TraceRun cut = split_run();
+  cut.warnings.push_back("rank0.jsonl:9: the last record is cut off");
+  const TraceReport c = analyse(cut);
+  ASSERT_EQ(c.advice.size(), 1u);
+  EXPECT_NE(c.advice[0].find("run the trace again for a whole one"), std::string::npos);
+}
+
 TEST(TraceAnalysis, ScopeRowsCountWhichMarkerFinishedFirst) {
   TraceRun run = split_run();
   for (int i = 0; i < 4; ++i) {

@@ -236,6 +236,8 @@ std::string render_trace_text(const tracing::TraceReport& r) {
     out += "Warnings\n";
     for (const std::string& w : r.warnings)
       out += "  - " + w + "\n";
+    for (const std::string& a : r.advice)
+      out += "  what to do: " + a + "\n";
   }
   return out;
 }
@@ -314,7 +316,8 @@ json trace_to_json(const tracing::TraceReport& r) {
           {"plugin_status", r.plugin_status},
           {"clock_notes", r.clock_notes},
           {"records", r.records},
-          {"warnings", r.warnings}};
+          {"warnings", r.warnings},
+          {"advice", r.advice}};
 }
 
 json trace_run_to_chrome(const tracing::TraceRun& run) {

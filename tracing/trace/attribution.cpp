@@ -316,10 +316,9 @@ void attribute_one(const Index& ix, const OperationMark& op, OperationIntervals&
 Attribution attribute(const RecordSet& records) {
   Attribution a;
   if (records.dropped_records > 0) {
-    a.warnings.push_back(fmt::format(
-        "CUPTI dropped {} activity records: intervals may be missing or short; give the run "
-        "fewer iterations or larger activity buffers",
-        records.dropped_records));
+    a.warnings.push_back(
+        fmt::format("CUPTI dropped {} activity records: intervals may be missing or short",
+                    records.dropped_records));
   }
   Index ix(records);
   std::vector<const OperationMark*> ops;

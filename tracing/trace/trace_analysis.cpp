@@ -313,6 +313,22 @@ TraceReport analyse(const TraceRun& run) {
     report.sizes.push_back(size_row(run, bytes, c, t));
   report.splits = split_rows(run, report);
   report.scope = scope_rows(run);
+  bool unmatched = false, dropped = false;
+  for (const RankRun& r : run.ranks)
+    dropped = dropped || r.records.dropped_records > 0;
+  for (const std::string& w : report.warnings)
+    unmatched = unmatched || w.find(": operation ") != std::string::npos;
+  if (!run.warnings.empty()) {
+    report.advice.push_back(
+        "a record file was cut short, as a run killed while writing leaves it: the figures "
+        "above leave its last record out; run the trace again for a whole one");
+  }
+  if (dropped || unmatched) {
+    report.advice.push_back(
+        "CUPTI's records of some operations are missing, so their completion split is left out "
+        "(the collective's own times, from CUDA events, are whole): run again with fewer "
+        "measured operations per size (--iters) so that CUPTI's buffers hold every record");
+  }
   const size_t keep = kMaxWarnings + run.warnings.size();
   if (report.warnings.size() > keep) {
     const size_t more = report.warnings.size() - keep;

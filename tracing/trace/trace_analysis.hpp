@@ -98,7 +98,10 @@ struct TraceReport {
   std::vector<std::string> plugin_status;  // distinct statuses over ranks
   std::vector<std::string> clock_notes;
   std::vector<std::string> warnings;  // saved_warnings, then attribution's with the rank
-  uint64_t records = 0;               // CUPTI records analysed
+  // What to do about the warnings: one next step per kind of warning there is (a record file
+  // cut short, CUPTI records missing or dropped), in that order; empty without warnings.
+  std::vector<std::string> advice;
+  uint64_t records = 0;  // CUPTI records analysed
 };
 
 TraceReport analyse(const TraceRun& run);
