@@ -49,8 +49,10 @@ std::optional<int> check_mpi_use(const GlobalOptions& global, const std::string&
                   subcommand, subcommand, launcher_words(global));
     if (subcommand == "record") {
       message +=
-          "; to record an MPI job, put the launcher after record: commtool record -- "
-          "mpirun ...";
+          "; to record an MPI job, put the launcher after record (commtool record -- mpirun "
+          "-np 8 python train.py). As root, Open MPI's mpirun refuses to start: give it "
+          "--allow-run-as-root, or set OMPI_ALLOW_RUN_AS_ROOT=1 and "
+          "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1";
     }
     return refuse(global, message);
   }

@@ -32,6 +32,12 @@ Result run(const std::string& args) {
   return cli_test::run_commtool(args, true);
 }
 
+// With variables set in the command's environment only.
+Result run_env(const std::string& env, const std::string& args) {
+  return cli_test::run_shell("env " + env + " " + std::string(COMMTOOL_BINARY) + " " + args +
+                             " 2>&1");
+}
+
 using cli_test::contains;
 using cli_test::TempDir;
 
@@ -354,4 +360,44 @@ TEST(CliRecord, AHungJobGetsAProgressLineOnATerminal) {
   EXPECT_TRUE(contains(r.out, "\rcommtool record: hung for ")) << r.out;
   EXPECT_TRUE(contains(r.out, "the job is left running (Ctrl-C ends it)\x1b[K")) << r.out;
   EXPECT_TRUE(contains(r.out, "\r\x1b[K")) << r.out;  // erased when the job ended
+}
+
+// A job that never loads NCCL leaves a recording with nothing in it; its report says that, not
+// that all is well, and exits 0 (the report ran; nothing in it is a hang or a fault).
+TEST(CliRecord, TheReportOfARecordingOfNothingSaysNothingWasRecorded) {
+  TempDir tmp;
+  // The default directory, commtool-record-<date-time> in the working directory.
+  const Result rec = cli_test::run_shell("cd " + tmp.path.string() + " && " +
+                                         std::string(COMMTOOL_BINARY) + " record -- echo hi 2>&1");
+  EXPECT_EQ(rec.code, 0) << rec.out;
+  std::string dir;
+  for (const fs::directory_entry& e : fs::directory_iterator(tmp.path))
+    if (e.path().filename().string().starts_with("commtool-record-")) dir = e.path().string();
+  ASSERT_FALSE(dir.empty()) << rec.out;
+  const Result r = run("report " + dir);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "No NCCL operation was recorded, so there is nothing to judge"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "what to do: check that the job uses NCCL at all")) << r.out;
+  EXPECT_FALSE(contains(r.out, "No hang")) << r.out;
+  EXPECT_FALSE(contains(r.out, "Operations per communicator")) << r.out;
+  const Result j = run("--json report " + dir);
+  EXPECT_EQ(j.code, 0) << j.out;
+  EXPECT_TRUE(contains(j.out, "\"verdict\": \"no-operations\"")) << j.out;
+}
+
+// Under an MPI launcher, record says to put the launcher after it, and that Open MPI's mpirun
+// refuses root unless told: a sentence of its own, with both ways to tell it.
+TEST(CliRecord, UnderALauncherItSaysHowToRecordAnMpiJobAndHowMpirunRunsAsRoot) {
+  const Result r = run_env("OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2", "record -- true");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "put the launcher after record (commtool record -- mpirun -np 8 "
+                       "python train.py)."))
+      << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       ". As root, Open MPI's mpirun refuses to start: give it "
+                       "--allow-run-as-root, or set OMPI_ALLOW_RUN_AS_ROOT=1 and "
+                       "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"))
+      << r.out;
 }
