@@ -82,10 +82,9 @@ install_checks() {
   done
 
   # record from the prefix: the plugin found is the installed one (exit 3 when it is missing).
-  # The directory option is --save since issue 32 gave one name to every output directory;
-  # --out before. Whichever this binary's help shows.
-  local bin=$prefix/bin/commtool dir_opt=--out rc
-  "$bin" record --help 2>/dev/null | grep -qE '^[[:space:]]+(-[a-zA-Z],)?--save[ ,=]' && dir_opt=--save
+  # The recording's directory is --save, as every output directory is since issue 32's one
+  # command-line vocabulary (record --out before it).
+  local bin=$prefix/bin/commtool dir_opt=--save rc
   local -a clean=(env -u COMMTOOL_PROFILER_PLUGIN -u COMMTOOL_MPI_PLUGIN -u COMMTOOL_RECORD_DIR
     -u NCCL_PROFILER_PLUGIN -u CUDA_INJECTION64_PATH -u LD_PRELOAD -u LD_LIBRARY_PATH)
   (cd "$tmp" && "${clean[@]}" "$bin" record "$dir_opt" "$tmp/rec" -- true) \
