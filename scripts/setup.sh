@@ -12,6 +12,8 @@ packages=(
   libfmt-dev          # fmt, used header-only so the binary runs where libfmt is absent
   libgtest-dev        # GoogleTest (unit and gpu tests)
   groff-base mandoc   # man page rendering and lint
+  man-db              # man: the install test reads the installed page as a user would
+  dpkg-dev file       # cpack -G DEB: dpkg-shlibdeps (which needs file) writes Depends
   clang-format
   libopenmpi-dev openmpi-bin  # Open MPI: topo's cluster view under mpirun/srun (optional in CMake)
 )
