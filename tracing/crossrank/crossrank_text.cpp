@@ -244,28 +244,30 @@ std::string places(const Group& g, const std::vector<int>& ranks) {
   return text;
 }
 
-// The process id in a place written "host pid 4711", or "PID".
-std::string pid_of(const Group& g, const std::vector<int>& ranks) {
+// The first of `ranks` whose place is written "host pid 4711": its host and its pid.
+std::optional<std::pair<std::string, std::string>> host_and_pid(const Group& g,
+                                                                const std::vector<int>& ranks) {
   for (int r : ranks) {
     auto it =
         std::find_if(g.ranks.begin(), g.ranks.end(), [&](const Rank& x) { return x.rank == r; });
     if (it == g.ranks.end()) continue;
     const size_t at = it->where.rfind(" pid ");
-    if (at != std::string::npos) return excerpt(it->where.substr(at + 5), 20);
+    if (at != std::string::npos)
+      return std::pair(it->where.substr(0, at), it->where.substr(at + 5));
   }
-  return "PID";
+  return std::nullopt;
+}
+
+// The process id in a place written "host pid 4711", or "PID".
+std::string pid_of(const Group& g, const std::vector<int>& ranks) {
+  const auto place = host_and_pid(g, ranks);
+  return place ? excerpt(place->second, 20) : "PID";
 }
 
 // The host in a place written "host pid 4711", or "".
 std::string host_of(const Group& g, const std::vector<int>& ranks) {
-  for (int r : ranks) {
-    auto it =
-        std::find_if(g.ranks.begin(), g.ranks.end(), [&](const Rank& x) { return x.rank == r; });
-    if (it == g.ranks.end()) continue;
-    const size_t at = it->where.rfind(" pid ");
-    if (at != std::string::npos) return excerpt(it->where.substr(0, at), 60);
-  }
-  return "";
+  const auto place = host_and_pid(g, ranks);
+  return place ? excerpt(place->first, 60) : "";
 }
 
 // How to see where a live process is: its stack.
