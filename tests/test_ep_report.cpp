@@ -1,5 +1,6 @@
 // diagnose ep's figures and diagnosis on hand-made routings and times: what a user reads must
 // follow from the matrices and the measurements exactly.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -377,6 +378,7 @@ const std::set<std::string> kEpCodes = {"one-rank",
                                         "no-hot-expert",
                                         "hot-experts",
                                         "dead-experts",
+                                        "few-selections",
                                         "dispatch-per-selection",
                                         "skew-slowdown",
                                         "no-skew-cost",
@@ -536,7 +538,7 @@ TEST(EpReport, UniformRoutingGivesNoRankImbalanceFindingAtAnySeed) {
 }
 
 TEST(EpReport, SkewedRoutingStillGivesARankImbalanceFinding) {
-  for (const std::string& skew : {"hot:8:0.5", "zipf:1.2"}) {
+  for (const std::string skew : {"hot:8:0.5", "zipf:1.2"}) {
     for (uint64_t seed : {1, 2, 3}) {
       const EpSetup s = generated(8, 4096, 256, 8, skew, seed);
       const EpDiagnosis d = diagnose_ep(s, nullptr);
@@ -552,6 +554,79 @@ TEST(EpReport, SkewedRoutingStillGivesARankImbalanceFinding) {
   const EpDiagnosis small_d = diagnose_ep(small, nullptr);
   EXPECT_NE(with_code(small_d.findings, "rank-imbalance"), nullptr)
       << small.metrics.imbalance << " against " << ep_words::imbalance_noise(small);
+}
+
+// --- Hot and dead experts: a generated routing's own draws are no finding either ---
+
+// At a few selections per expert, a routing that favours no expert already leaves experts
+// unpicked and some over twice the mean: one note says so, no hot or dead warning; at a real
+// batch neither appears, and no note.
+TEST(EpReport, UniformRoutingGivesNoHotOrDeadExpertAtAnySeed) {
+  struct Case {
+    int ranks, tokens, experts, topk;
+    bool few;  // whether chance explains what the draw shows
+  };
+  for (const Case& c :
+       {Case{8, 4, 256, 8, true}, Case{8, 1, 256, 8, true}, Case{2, 16, 64, 2, true},
+        Case{8, 4096, 256, 8, false}, Case{4, 512, 16, 1, false}}) {
+    int notes = 0;
+    for (uint64_t seed = 1; seed <= 100; ++seed) {
+      const EpSetup s = generated(c.ranks, c.tokens, c.experts, c.topk, "uniform", seed);
+      const EpDiagnosis d = diagnose_ep(s, nullptr);
+      const std::string where = fmt::format("{} ranks, {} tokens, {} experts, top-{}, seed {}",
+                                            c.ranks, c.tokens, c.experts, c.topk, seed);
+      EXPECT_EQ(with_code(d.findings, "hot-experts"), nullptr) << where << "\n" << all(d.findings);
+      EXPECT_EQ(with_code(d.findings, "dead-experts"), nullptr) << where << "\n" << all(d.findings);
+      const EpFinding* few = with_code(d.findings, "few-selections");
+      if (few != nullptr) {
+        ++notes;
+        EXPECT_EQ(few->severity, EpSeverity::kNote) << line(*few);
+        next_step::expect_next_step(few->advice, "few-selections");
+      }
+      if (!c.few) {
+        EXPECT_EQ(few, nullptr) << where << ": " << line(*few);
+      }
+    }
+    // At a few selections per expert some seed always shows what chance does.
+    if (c.few) {
+      EXPECT_GT(notes, 50) << c.ranks << " ranks, " << c.tokens << " tokens";
+    }
+  }
+}
+
+TEST(EpReport, SkewedRoutingStillGivesHotExpertsAtFewTokens) {
+  // hot:4:0.6 at top-8: experts 0-3 draw far past chance even at 16 tokens per rank.
+  const EpSetup s = generated(8, 16, 256, 8, "hot:4:0.6", 1);
+  const EpDiagnosis d = diagnose_ep(s, nullptr);
+  const EpFinding* hot = with_code(d.findings, "hot-experts");
+  ASSERT_NE(hot, nullptr) << all(d.findings);
+  EXPECT_EQ(hot->severity, EpSeverity::kWarning);
+  EXPECT_EQ(hot->message.rfind("4 hot experts", 0), 0u) << line(*hot);
+  // The other 252 share 40% of the draws, less than uniform's each: more of them go unpicked
+  // (24) than chance leaves at these counts (up to 19), which is the skew's doing.
+  const EpFinding* dead = with_code(d.findings, "dead-experts");
+  ASSERT_NE(dead, nullptr) << all(d.findings);
+  EXPECT_EQ(dead->message, "24 of 256 experts got no token (dead)");
+  EXPECT_NE(dead->advice.find("(up to 19)"), std::string::npos) << dead->advice;
+  // A fifth expert over 2x the mean is what chance gives: said once, as a note, not as hot.
+  const EpFinding* few = with_code(d.findings, "few-selections");
+  ASSERT_NE(few, nullptr) << all(d.findings);
+  EXPECT_NE(few->message.find(": 1 expert over 2x the mean is what"), std::string::npos)
+      << line(*few);
+}
+
+TEST(EpReport, TheExpertNoiseBoundsAtDeepSeekV3DefaultsAndForACountsFile) {
+  const ep_words::ExpertNoise n = ep_words::expert_noise(generated(8, 4096, 256, 8, "uniform", 1));
+  EXPECT_TRUE(n.generated);
+  EXPECT_DOUBLE_EQ(n.mean, 1024.0);
+  EXPECT_GT(n.hot_above, 1024.0 + 150);
+  EXPECT_LT(n.hot_above, 2 * 1024.0);  // a hot expert is never chance here
+  EXPECT_EQ(n.dead_up_to, 0);
+  // 32 tokens x top-8 over 256 experts: 92.7 unpicked expected, a few dozen more possible.
+  const ep_words::ExpertNoise few = ep_words::expert_noise(generated(8, 4, 256, 8, "uniform", 1));
+  EXPECT_GT(few.dead_up_to, 93);
+  EXPECT_LT(few.dead_up_to, 160);
+  EXPECT_FALSE(ep_words::expert_noise(skewed_setup(0)).generated);
 }
 
 TEST(EpReport, TheNoiseBoundShrinksWithTheTokensAndIsNoneForACountsFile) {

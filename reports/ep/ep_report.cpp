@@ -27,11 +27,28 @@ double pct(double part, double whole) {
 // "12", "12 and 40", "12, 40 and 41"
 // What the hottest experts are and where they live, as one clause: "rank 3 holds experts 12 and
 // 40 which get 31% of selections".
+// The hot experts that a generated routing's own draws do not explain (all of them for a
+// counts file), busiest first.
+std::vector<tracing::ExpertLoad> hot_beyond_chance(const EpSetup& s) {
+  const ExpertNoise noise = expert_noise(s);
+  std::vector<tracing::ExpertLoad> hot;
+  for (const tracing::ExpertLoad& e : s.metrics.hot) {
+    if (!noise.generated || static_cast<double>(e.selections) > noise.hot_above) hot.push_back(e);
+  }
+  return hot;
+}
+
+// Whether the dead experts are more than a generated routing's draws leave unpicked by chance.
+bool dead_beyond_chance(const EpSetup& s) {
+  const ExpertNoise noise = expert_noise(s);
+  return !noise.generated || s.metrics.dead.size() > static_cast<size_t>(noise.dead_up_to);
+}
+
 std::string hot_clause(const EpSetup& s) {
   const tracing::EpMetrics& m = s.metrics;
   std::vector<int> on_busiest;
   double share = 0;
-  for (const tracing::ExpertLoad& e : m.hot) {
+  for (const tracing::ExpertLoad& e : hot_beyond_chance(s)) {
     if (std::find(e.ranks.begin(), e.ranks.end(), m.busiest_rank) != e.ranks.end()) {
       on_busiest.push_back(e.expert);
       share += e.share;
@@ -137,62 +154,97 @@ std::optional<EpFinding> balance_finding(const EpSetup& s) {
       balance_advice(s)};
 }
 
-EpFinding hot_finding(const EpSetup& s) {
+// At a few selections per expert, a draw that favours no expert already leaves experts
+// unpicked and puts some over twice the mean: say so once, instead of a hot or dead finding
+// that chance explains.
+std::optional<EpFinding> chance_finding(const EpSetup& s) {
   const tracing::EpMetrics& m = s.metrics;
-  if (m.hot.empty()) {
+  const ExpertNoise noise = expert_noise(s);
+  if (!noise.generated) return std::nullopt;
+  const size_t hot_by_chance = m.hot.size() - hot_beyond_chance(s).size();
+  const bool dead_by_chance = !m.dead.empty() && !dead_beyond_chance(s);
+  if (hot_by_chance == 0 && !dead_by_chance) return std::nullopt;
+  std::vector<std::string> what;
+  if (hot_by_chance > 0) {
+    what.push_back(fmt::format("{} expert{} over {:.0f}x the mean", hot_by_chance,
+                               hot_by_chance > 1 ? "s" : "", tracing::kHotLoadFactor));
+  }
+  if (dead_by_chance) what.push_back(fmt::format("{} with no token", m.dead.size()));
+  return EpFinding{
+      "few-selections", EpSeverity::kNote,
+      fmt::format("{} selections per expert are too few to tell hot or dead experts from "
+                  "chance: {} {} what a routing that favours no expert gives here",
+                  fmt::format("{:.1f}", noise.mean), fmt::join(what, " and "),
+                  what.size() > 1 ? "are" : "is"),
+      fmt::format("{} tokens x top-{} over {} experts; by chance an expert reaches up to {:.0f} "
+                  "selections and up to {} experts get none",
+                  s.routing.tokens_per_rank * static_cast<uint64_t>(s.config.ranks), s.config.topk,
+                  s.config.experts, noise.hot_above, noise.dead_up_to),
+      "plan with a real batch's token count (--tokens; DeepSeek-V3's benchmark batch is 4096 "
+      "per rank) or read the model's routing counts (--routing) before acting on experts"};
+}
+
+std::optional<EpFinding> hot_finding(const EpSetup& s) {
+  const tracing::EpMetrics& m = s.metrics;
+  const std::vector<tracing::ExpertLoad> beyond = hot_beyond_chance(s);
+  if (beyond.empty() && !m.hot.empty()) return std::nullopt;  // chance_finding says why
+  if (beyond.empty()) {
     const auto busiest =
         std::max_element(m.experts.begin(), m.experts.end(),
                          [](const auto& a, const auto& b) { return a.selections < b.selections; });
-    return {"no-hot-expert", EpSeverity::kNote,
-            fmt::format("no hot expert: none gets over {:.0f}x the mean expert's share",
-                        tracing::kHotLoadFactor),
-            busiest == m.experts.end()
-                ? ""
-                : fmt::format("the busiest, expert {}, gets {:.2f}% of selections; the mean "
-                              "expert {:.2f}%",
-                              busiest->expert, 100.0 * busiest->share, 100.0 / s.config.experts),
-            "nothing to replicate: no expert draws more than its share"};
+    return EpFinding{
+        "no-hot-expert", EpSeverity::kNote,
+        fmt::format("no hot expert: none gets over {:.0f}x the mean expert's share",
+                    tracing::kHotLoadFactor),
+        busiest == m.experts.end()
+            ? ""
+            : fmt::format("the busiest, expert {}, gets {:.2f}% of selections; the mean "
+                          "expert {:.2f}%",
+                          busiest->expert, 100.0 * busiest->share, 100.0 / s.config.experts),
+        "nothing to replicate: no expert draws more than its share"};
   }
   std::vector<std::string> parts;
   std::vector<int> hottest;
-  for (const tracing::ExpertLoad& e : m.hot) {
+  for (const tracing::ExpertLoad& e : beyond) {
     parts.push_back(fmt::format("{} ({:.1f}%, rank{} {})", e.expert, 100.0 * e.share,
                                 e.ranks.size() > 1 ? "s" : "", and_list(e.ranks)));
     if (hottest.size() < 4) hottest.push_back(e.expert);
     if (parts.size() == 8) break;
   }
   const std::string which =
-      m.hot.size() > hottest.size()
-          ? fmt::format("the {} hot experts ({}, ...)", m.hot.size(), fmt::join(hottest, ", "))
+      beyond.size() > hottest.size()
+          ? fmt::format("the {} hot experts ({}, ...)", beyond.size(), fmt::join(hottest, ", "))
           : fmt::format("expert{} {}", hottest.size() > 1 ? "s" : "", and_list(hottest));
-  std::string advice = s.replicate >= static_cast<int>(m.hot.size())
+  std::string advice = s.replicate >= static_cast<int>(beyond.size())
                            ? fmt::format(
                                  "the --replicate {} plan below gives {} a replica{}: see the "
                                  "imbalance it leaves",
-                                 s.replicate, which, m.hot.size() > 1 ? " each" : "")
+                                 s.replicate, which, beyond.size() > 1 ? " each" : "")
                            : fmt::format(
                                  "give {} a replica{} on other ranks (--replicate {} plans it, "
                                  "EPLB-style, and prints the imbalance left)",
-                                 which, m.hot.size() > 1 ? " each" : "", m.hot.size());
+                                 which, beyond.size() > 1 ? " each" : "", beyond.size());
   advice += s.routing.per_token()
                 ? ""
                 : "; in training, a router this skewed also points at the load-balancing "
                   "loss: check its coefficient";
-  return {"hot-experts", EpSeverity::kWarning,
-          fmt::format("{} hot expert{} (over {:.0f}x the mean expert's {:.2f}% of selections)",
-                      m.hot.size(), m.hot.size() > 1 ? "s" : "", tracing::kHotLoadFactor,
-                      100.0 / s.config.experts),
-          fmt::format("expert (share, holders): {}{}", fmt::join(parts, ", "),
-                      m.hot.size() > parts.size() ? ", ..." : ""),
-          advice};
+  return EpFinding{
+      "hot-experts", EpSeverity::kWarning,
+      fmt::format("{} hot expert{} (over {:.0f}x the mean expert's {:.2f}% of selections)",
+                  beyond.size(), beyond.size() > 1 ? "s" : "", tracing::kHotLoadFactor,
+                  100.0 / s.config.experts),
+      fmt::format("expert (share, holders): {}{}", fmt::join(parts, ", "),
+                  beyond.size() > parts.size() ? ", ..." : ""),
+      advice};
 }
 
 std::vector<EpFinding> routing_findings(const EpSetup& s) {
   const tracing::EpMetrics& m = s.metrics;
   std::vector<EpFinding> out;
   if (std::optional<EpFinding> balance = balance_finding(s)) out.push_back(std::move(*balance));
-  out.push_back(hot_finding(s));
-  if (!m.dead.empty()) {
+  if (std::optional<EpFinding> chance = chance_finding(s)) out.push_back(std::move(*chance));
+  if (std::optional<EpFinding> hot = hot_finding(s)) out.push_back(std::move(*hot));
+  if (!m.dead.empty() && dead_beyond_chance(s)) {
     std::vector<int> first(m.dead.begin(), m.dead.begin() + std::min<size_t>(m.dead.size(), 12));
     const uint64_t selections = s.routing.tokens_per_rank * static_cast<uint64_t>(s.config.ranks) *
                                 static_cast<uint64_t>(s.config.topk);
@@ -202,10 +254,11 @@ std::vector<EpFinding> routing_findings(const EpSetup& s) {
          fmt::format("experts with 0 selections: {}{}", fmt::join(first, ", "),
                      m.dead.size() > first.size() ? ", ..." : ""),
          s.routing.per_token()
-             ? fmt::format("{} selections over {} experts leave some unpicked by chance or by "
-                           "the skew: plan with a real batch's tokens (--tokens) before reading "
-                           "this as a dead expert",
-                           selections, s.config.experts)
+             ? fmt::format("the --skew leaves them unpicked, more than chance would at {} "
+                           "selections over {} experts (up to {}): if the model's router starves "
+                           "experts like this, raise its load-balancing loss; plan with its "
+                           "routing counts (--routing) to see the real ones",
+                           selections, s.config.experts, expert_noise(s).dead_up_to)
              : "check that the file is the layer and model meant (--layer); in a trained model a "
                "dead expert is wasted memory and a sign of router collapse: raise the "
                "load-balancing loss or re-initialise those experts"});

@@ -70,6 +70,29 @@ double imbalance_noise(const EpSetup& s) {
   return t / mean;
 }
 
+ExpertNoise expert_noise(const EpSetup& s) {
+  ExpertNoise n;
+  const double experts = s.config.experts;
+  if (experts <= 0) return n;
+  const double tokens = static_cast<double>(s.routing.tokens_per_rank) * s.config.ranks;
+  n.mean = tokens * s.config.topk / experts;
+  n.generated = s.routing.per_token();
+  if (!n.generated) return n;
+  const double p = std::min(1.0, s.config.topk / experts);
+  const double l = std::log(experts / kImbalanceNoiseOdds);
+  n.hot_above = tokens * p + l / 3 + std::sqrt(l * l / 9 + 2 * l * tokens * p * (1 - p));
+  // Chernoff's bound for k > D, in logs: -D + k (1 + ln D - ln k); it is 1 at k = D and falls.
+  const double expected_dead = experts * std::pow(1 - p, tokens);
+  if (expected_dead > 0) {
+    const double log_d = std::log(expected_dead), log_odds = std::log(kImbalanceNoiseOdds);
+    for (int k = 1; k <= s.config.experts; ++k) {
+      if (k > expected_dead && -expected_dead + k * (1 + log_d - std::log(k)) <= log_odds) break;
+      n.dead_up_to = k;
+    }
+  }
+  return n;
+}
+
 double ratio(const PhaseFigures& a, const PhaseFigures& b) {
   return b.time_us.median > 0 ? a.time_us.median / b.time_us.median : 0.0;
 }

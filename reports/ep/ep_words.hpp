@@ -35,6 +35,29 @@ inline constexpr double kImbalanceNoiseOdds = 1e-6;
 // and their imbalance is that batch's.
 double imbalance_noise(const EpSetup& s);
 
+// What a generated routing's own draws explain per expert. With no expert favoured, each of the
+// N = ranks x tokens_per_rank tokens picks an expert with probability p = topk / experts, so its
+// selections are Binomial(N, p), mean N p.
+// - `hot_above`: the selections any of the E experts may reach by chance, by Bernstein's bound
+//   at kImbalanceNoiseOdds as for ranks: N p + L/3 + sqrt(L^2/9 + 2 L N p (1 - p)),
+//   L = ln(E / odds). An expert over 2x the mean but not over this is hot by chance.
+// - `dead_up_to`: the most experts chance leaves unpicked: the largest k whose Chernoff bound
+//   e^-D (e D / k)^k is still over the odds, D = E (1 - p)^N the expected count (whether each
+//   expert is unpicked are negatively associated events, balls in bins, for which Chernoff's
+//   bound for independent ones holds).
+// At DeepSeek-V3's defaults (32,768 tokens, 256 experts, top-8) the mean expert has 1,024
+// selections, hot_above is about 1,227 (under 2x the mean: a hot expert is never chance) and
+// dead_up_to 0; at 4 tokens per rank on 8 ranks the mean is 1 selection: chance leaves about
+// 93 experts unpicked (up to 147) and puts some over 2x the mean. Neither applies to counts read
+// from a file (`generated` false): those are the model's, and what they show is that batch's.
+struct ExpertNoise {
+  bool generated = false;
+  double mean = 0;       // selections of the mean expert
+  double hot_above = 0;  // selections
+  int dead_up_to = 0;    // experts
+};
+ExpertNoise expert_noise(const EpSetup& s);
+
 std::string mib(uint64_t bytes);                      // "296.21"
 std::string and_list(const std::vector<int>& v);      // "1, 2 and 3"
 std::string expert_ranges(std::vector<int> experts);  // contiguous runs: "0-31", "3, 7-9"
