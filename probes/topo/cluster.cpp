@@ -7,6 +7,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "probes/base/int_runs.hpp"
 #include "probes/base/tool_packages.hpp"
 
 namespace commtool::topo {
@@ -435,16 +436,7 @@ std::vector<Difference> differences(const NodeFacts& common, const NodeFacts& no
 }
 
 std::string rank_ranges(const std::vector<int>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
-      ++j;
-    if (!out.empty()) out += ",";
-    out += j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
-    i = j + 1;
-  }
-  return out;
+  return int_runs(ranks);
 }
 
 size_t ClusterView::differing_nodes() const {

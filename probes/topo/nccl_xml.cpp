@@ -18,6 +18,7 @@
 
 #include "probes/base/error.hpp"
 #include "probes/base/input_file.hpp"
+#include "probes/base/int_runs.hpp"
 #include "probes/topo/link_rate.hpp"
 #include "probes/topo/xml.hpp"
 
@@ -65,17 +66,7 @@ bool is_rdma_net(const xml::Element& net) {
 }
 
 std::string format_cpulist(const std::vector<int>& cpus) {
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1)
-      ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(cpus[i]);
-    if (j > i) out += "-" + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return out;
+  return int_runs(cpus);
 }
 
 std::optional<std::string> parse_cpumask(std::string_view mask) {

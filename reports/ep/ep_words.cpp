@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "probes/base/int_runs.hpp"
+
 namespace commtool::reports::ep_words {
 
 using tracing::EpScenarioKind;
@@ -24,17 +26,8 @@ std::string and_list(const std::vector<int>& v) {
 }
 
 std::string expert_ranges(std::vector<int> experts) {
-  std::sort(experts.begin(), experts.end());
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < experts.size();) {
-    size_t j = i;
-    while (j + 1 < experts.size() && experts[j + 1] == experts[j] + 1)
-      ++j;
-    parts.push_back(i == j ? std::to_string(experts[i])
-                           : fmt::format("{}-{}", experts[i], experts[j]));
-    i = j + 1;
-  }
-  return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, ", "));
+  std::string runs = int_runs(std::move(experts), {.separator = ", "});
+  return runs.empty() ? "-" : runs;
 }
 
 std::vector<std::vector<int>> experts_by_rank(const tracing::Placement& p) {

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "probes/base/error.hpp"
+#include "probes/base/int_runs.hpp"
 #include "probes/base/tool_packages.hpp"
 #include "tracing/crossrank/crossrank.hpp"
 
@@ -22,18 +23,7 @@ size_t run_count(const std::vector<int>& ranks) {
 
 // "0-3,8,10-12" of sorted, distinct ranks.
 std::string runs(const std::vector<int>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
-      ++j;
-    if (!out.empty()) out += ",";
-    out += j == i       ? fmt::format("{}", ranks[i])
-           : j == i + 1 ? fmt::format("{},{}", ranks[i], ranks[j])
-                        : fmt::format("{}-{}", ranks[i], ranks[j]);
-    i = j + 1;
-  }
-  return out;
+  return int_runs(ranks, {.separator = ",", .pair_as_run = false});
 }
 
 std::string group_label(const Group& g) {

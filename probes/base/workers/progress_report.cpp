@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "probes/base/int_runs.hpp"
+
 namespace commtool::workers {
 
 namespace {
@@ -123,19 +125,7 @@ std::string behind(const std::vector<RankProgress>& ranks) {
 }  // namespace
 
 std::string rank_list(const std::vector<int>& ranks) {
-  std::vector<int> r = ranks;
-  std::sort(r.begin(), r.end());
-  std::string out;
-  for (size_t i = 0; i < r.size();) {
-    size_t j = i;
-    while (j + 1 < r.size() && r[j + 1] == r[j] + 1)
-      ++j;
-    if (!out.empty()) out += ", ";
-    out += j == i ? fmt::format("{}", r[i])
-                  : fmt::format("{}{}{}", r[i], j == i + 1 ? ", " : "-", r[j]);
-    i = j + 1;
-  }
-  return out;
+  return int_runs(ranks, {.separator = ", ", .pair_as_run = false});
 }
 
 std::optional<Divergence> first_divergence(const std::vector<RankProgress>& ranks) {
