@@ -136,15 +136,15 @@ TEST(GpuEp, TracedPassMarksEveryExchangeOnEveryRank) {
     EXPECT_EQ(s.dispatch.slowest_us.size(), 3u) << to_string(s.kind);
 }
 
-// What a user runs: diagnose ep --trace prints the split of every phase with an interval for
-// every traced exchange, no attribution warning, and writes a Perfetto trace whose host spans
+// What a user runs: diagnose ep --cupti --trace prints the split of every phase with an interval
+// for every traced exchange, no attribution warning, and writes a Perfetto trace whose host spans
 // name the traffic and phase.
 TEST(GpuEp, CliTraceSplitsEveryPhaseAndWritesThePerfettoTrace) {
   const std::string file = ::testing::TempDir() + "commtool-ep-trace.json";
   std::remove(file.c_str());
   const cli_test::CliResult r = cli_test::run_commtool(
       "diagnose ep --tokens 256 --hidden 512 --experts 8 --topk 2 --skew hot:1:0.5 -n 4 -w 1 "
-      "--json --trace " +
+      "--json --cupti --trace " +
           file,
       false);
   ASSERT_EQ(r.code, 0) << r.out;

@@ -314,10 +314,10 @@ TEST_P(GpuMultiRank, DiagnoseEpExchangesBetweenRanksAndSplitsPerRank) {
   const int n = GetParam();
   TempDir dir;
   const fs::path trace = dir.path / "ep.json";
-  CliRun r =
-      commtool(fmt::format("--devices {} diagnose ep --tokens 512 --hidden 1024 --experts 8 "
-                           "--topk 2 --skew hot:1:0.6 --replicate 1 -n 3 -w 1 --json --trace {}",
-                           devices(n), trace.string()));
+  CliRun r = commtool(
+      fmt::format("--devices {} diagnose ep --tokens 512 --hidden 1024 --experts 8 "
+                  "--topk 2 --skew hot:1:0.6 --replicate 1 -n 3 -w 1 --json --cupti --trace {}",
+                  devices(n), trace.string()));
   ASSERT_EQ(r.code, 0) << r.err;
   const json doc = json::parse(r.out);
   EXPECT_EQ(doc.at("rank_placement").at("ranks"), n);

@@ -198,3 +198,34 @@ TEST(StuckInStep, ARankIsStuckOnlyPastItsStepAndTheGrace) {
             0u)
       << text;
 }
+
+// The GPU run of 2026-12-07 (stall:3:3 at 4 ranks, non-blocking communicators): rank 3 never
+// started #3; rank 2 timed out in it, said so and exited, a zombie until reaped. The cause is
+// rank 3, behind, not rank 2's exit.
+TEST(ProgressAccount, ARankThatReportedItsTimeoutAndExitedIsNotTheCause) {
+  using commtool::proc::ProcessLook;
+  using commtool::proc::RunState;
+  const std::vector<RankProgress> ranks = {running(0, 3, 3, 2), running(1, 3, 3, 2),
+                                           running(2, 3, 3, 2), running(3, 3, 2, 2)};
+  std::vector<std::optional<ProcessLook>> looks(4, ProcessLook{RunState::kRunning, "", 0, 1});
+  looks[2]->state = RunState::kZombie;
+  const std::string unfiltered = explain_progress(ranks, {}, 0, false, looks);
+  EXPECT_TRUE(contains(unfiltered, "cause: rank 2's process is exited")) << unfiltered;
+
+  forget_reported_exits(looks, {false, false, true, false});
+  EXPECT_TRUE(ranks_that_cannot_run(looks).empty());
+  const std::string text = explain_progress(ranks, {}, 0, false, looks);
+  EXPECT_FALSE(contains(text, "cause:")) << text;
+  EXPECT_TRUE(contains(text, "behind: rank(s) 3 enqueued")) << text;
+}
+
+// A zombie that never reported (it died) still holds the others, and so does a stopped one.
+TEST(ProgressAccount, AZombieThatNeverReportedIsStillTheCause) {
+  using commtool::proc::ProcessLook;
+  using commtool::proc::RunState;
+  std::vector<std::optional<ProcessLook>> looks(3, ProcessLook{RunState::kRunning, "", 0, 1});
+  looks[1]->state = RunState::kZombie;
+  looks[2]->state = RunState::kStopped;
+  forget_reported_exits(looks, {true, false, true});
+  EXPECT_EQ(ranks_that_cannot_run(looks), (std::vector<int>{1, 2}));
+}

@@ -405,9 +405,13 @@ void Group::report_stall() {
 
 std::vector<std::optional<proc::ProcessLook>> Group::look_at_workers() const {
   std::vector<std::optional<proc::ProcessLook>> looks;
-  for (const ChildProcess& child : children_) {
+  std::vector<bool> reported;
+  for (size_t r = 0; r < children_.size(); ++r) {
+    const ChildProcess& child = children_[r];
     looks.push_back(child.running() ? std::optional(proc::look_at(child.pid())) : std::nullopt);
+    reported.push_back(connections_[r].reported);
   }
+  forget_reported_exits(looks, reported);
   return looks;
 }
 

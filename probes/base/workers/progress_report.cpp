@@ -191,6 +191,13 @@ std::vector<int> ranks_that_cannot_run(const std::vector<std::optional<proc::Pro
   return out;
 }
 
+void forget_reported_exits(std::vector<std::optional<proc::ProcessLook>>& looks,
+                           const std::vector<bool>& reported) {
+  for (size_t r = 0; r < looks.size() && r < reported.size(); ++r) {
+    if (reported[r] && looks[r] && looks[r]->state == proc::RunState::kZombie) looks[r].reset();
+  }
+}
+
 std::string cannot_run_text(const std::string& name, const proc::ProcessLook& look) {
   return fmt::format(
       "{}'s process is {}: it cannot take part in the operation the other ranks wait in with it",

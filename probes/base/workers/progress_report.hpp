@@ -38,6 +38,13 @@ std::string explain_progress(const std::vector<RankProgress>& ranks,
 
 // The ranks whose process cannot run, by `looks` (as explain_progress's).
 std::vector<int> ranks_that_cannot_run(const std::vector<std::optional<proc::ProcessLook>>& looks);
+
+// A worker that sent its last words (its result, or its error such as its own timeout) and
+// exited is a zombie until the launcher reaps it: its normal end, not a process that holds the
+// others, so its look is dropped (`reported` by rank). Else the rank that timed out first and
+// said so would be named as the cause, ahead of the rank that never started the operation.
+void forget_reported_exits(std::vector<std::optional<proc::ProcessLook>>& looks,
+                           const std::vector<bool>& reported);
 // "rank 1 (GPU 0)'s process is stopped by a signal (SIGSTOP, SIGTSTP): ..."
 std::string cannot_run_text(const std::string& name, const proc::ProcessLook& look);
 
