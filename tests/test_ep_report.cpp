@@ -93,6 +93,21 @@ const EpFinding* with_code(const std::vector<EpFinding>& findings, const std::st
   return it == findings.end() ? nullptr : &*it;
 }
 
+// One rank's measured exchange: every token stays on it.
+EpMeasurement one_rank_measurement() {
+  EpMeasurement m;
+  m.nranks = 1;
+  m.gpus = {"GPU 0"};
+  for (EpScenarioKind kind : {EpScenarioKind::kRouted, EpScenarioKind::kUniform}) {
+    EpScenarioTimes t;
+    t.kind = kind;
+    t.dispatch = times({{7, 7}});
+    t.combine = times({{6, 6}});
+    m.scenarios.push_back(t);
+  }
+  return m;
+}
+
 }  // namespace
 
 TEST(EpReport, PhaseFiguresCountBytesBetweenRanksAndTheBottleneck) {
@@ -167,15 +182,7 @@ TEST(EpReport, OneRankSaysTheExchangeIsALocalCopy) {
   s.placement = contiguous_placement(8, 1);
   s.traffic = ep_traffic(dispatch_matrix(s.routing, s.placement), token_bytes(s.config));
   s.metrics = ep_metrics(s.routing, s.placement, s.traffic);
-  EpMeasurement m;
-  m.nranks = 1;
-  for (EpScenarioKind kind : {EpScenarioKind::kRouted, EpScenarioKind::kUniform}) {
-    EpScenarioTimes t;
-    t.kind = kind;
-    t.dispatch = times({{7, 7}});
-    t.combine = times({{6, 6}});
-    m.scenarios.push_back(t);
-  }
+  const EpMeasurement m = one_rank_measurement();
   const EpDiagnosis d = diagnose_ep(s, &m);
   EXPECT_TRUE(has(d.findings, "one rank: every token stays on it")) << all(d.findings);
   EXPECT_TRUE(has(d.findings, "say nothing about the links")) << all(d.findings);
@@ -401,20 +408,6 @@ EpSetup generated(int ranks, int tokens, int experts, int topk, const std::strin
   q.config.seed = seed;
   q.replicate = replicate;
   return plan_ep(q);
-}
-
-EpMeasurement one_rank_measurement() {
-  EpMeasurement m;
-  m.nranks = 1;
-  m.gpus = {"GPU 0"};
-  for (EpScenarioKind kind : {EpScenarioKind::kRouted, EpScenarioKind::kUniform}) {
-    EpScenarioTimes t;
-    t.kind = kind;
-    t.dispatch = times({{7, 7}});
-    t.combine = times({{6, 6}});
-    m.scenarios.push_back(t);
-  }
-  return m;
 }
 
 }  // namespace

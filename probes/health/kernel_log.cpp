@@ -5,12 +5,12 @@
 
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 
 #include <fmt/format.h>
 
 #include "probes/base/error.hpp"
+#include "probes/base/parse_number.hpp"
 
 namespace commtool::health {
 
@@ -39,14 +39,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-template <class T>
-std::optional<T> number(std::string_view s) {
-  T v{};
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 // A line's stamp and the message after it: a /dev/kmsg record ("6,1234,5678901,-;msg", the
 // stamp in microseconds since boot), dmesg's "[ 1843.308145] msg" or "[Mon Dec  7 ...] msg",
 // journalctl's "Feb 14 05:03:41 host kernel: msg". Anything else is all message, no stamp.
@@ -59,8 +51,9 @@ std::pair<std::string, std::string_view> split_stamp(std::string_view line) {
       commas += c == ',';
     if (commas >= 3 && is_digit(head.front())) {
       const size_t a = head.find(','), b = head.find(',', a + 1), c = head.find(',', b + 1);
-      if (number<int>(head.substr(0, a)) && number<uint64_t>(head.substr(a + 1, b - a - 1))) {
-        if (auto usec = number<uint64_t>(head.substr(b + 1, c - b - 1))) {
+      if (parse_number<int>(head.substr(0, a)) &&
+          parse_number<uint64_t>(head.substr(a + 1, b - a - 1))) {
+        if (auto usec = parse_number<uint64_t>(head.substr(b + 1, c - b - 1))) {
           return {fmt::format("{}.{:06}", *usec / 1000000, *usec % 1000000), line.substr(semi + 1)};
         }
       }
@@ -103,7 +96,7 @@ void take_process(std::string_view& rest, XidEvent& e) {
   if (rest.starts_with("pid=")) {
     const size_t comma = rest.find(", ");
     std::string_view v = rest.substr(4, comma == std::string_view::npos ? rest.npos : comma - 4);
-    e.pid = number<int>(trim(v));
+    e.pid = parse_number<int>(trim(v));
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
   }
   rest = trim(rest);
@@ -138,7 +131,7 @@ std::optional<XidEvent> parse_xid(std::string_view after_marker, bool nvswitch) 
   size_t digits = 0;
   while (digits < s.size() && is_digit(s[digits]))
     ++digits;
-  auto xid = number<int>(s.substr(0, digits));
+  auto xid = parse_number<int>(s.substr(0, digits));
   if (!xid || *xid <= 0) return std::nullopt;
   e.xid = *xid;
   s.remove_prefix(digits);

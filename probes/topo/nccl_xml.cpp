@@ -19,6 +19,7 @@
 #include "probes/base/error.hpp"
 #include "probes/base/input_file.hpp"
 #include "probes/base/int_runs.hpp"
+#include "probes/base/parse_number.hpp"
 #include "probes/topo/link_rate.hpp"
 #include "probes/topo/xml.hpp"
 
@@ -32,10 +33,7 @@ constexpr int kMaxPcieLanes = 32;              // PCIe base spec: x1 .. x32
 constexpr uint32_t kClassInfiniBand = 0x0207;  // class >> 8: network controller, InfiniBand
 
 std::optional<long long> parse_decimal(std::string_view text) {
-  long long value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
-  return value;
+  return parse_number<long long>(text);
 }
 
 // "0x060400": NCCL writes PCI IDs and classes with a 0x prefix.

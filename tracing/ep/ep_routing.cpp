@@ -13,14 +13,12 @@
 #include <random>
 
 #include "probes/base/error.hpp"
+#include "probes/base/parse_number.hpp"
 #include "probes/base/progress_line.hpp"
-#include "tracing/ep/parse_number.hpp"
 
 namespace commtool::tracing {
 
 namespace {
-
-using ep_text::parse_number;
 
 constexpr const char* kAcceptedSkews = "accepted: uniform, zipf:S, hot:K:F";
 

@@ -17,15 +17,13 @@
 
 #include "probes/base/error.hpp"
 #include "probes/base/input_file.hpp"
-#include "tracing/ep/parse_number.hpp"
+#include "probes/base/parse_number.hpp"
 
 using nlohmann::json;
 
 namespace commtool::tracing {
 
 namespace {
-
-using ep_text::parse_number;
 
 std::string read_text(const std::string& path) {
   return files::read_input_file(path, kMaxRoutingFileBytes);

@@ -2,10 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
+#include <optional>
 #include <vector>
 
 #include "probes/base/error.hpp"
+#include "probes/base/parse_number.hpp"
 
 namespace commtool::tracing {
 
@@ -27,12 +28,6 @@ const Form& form_of(FaultKind k) {
     if (f.kind == k) return f;
   }
   return kForms[0];
-}
-
-template <typename T>
-bool parse_number(const std::string& text, T& out) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
 }
 
 }  // namespace
@@ -61,11 +56,13 @@ Fault parse_fault(const std::string& text) {
     }
     Fault f;
     f.kind = form.kind;
-    if (!parse_number(parts[1], f.rank) || f.rank < 0) {
-      throw bad(fmt::format("'{}' is not a rank", excerpt(parts[1])));
-    }
-    if (form.has_seq && !parse_number(parts[2], f.seq)) {
-      throw bad(fmt::format("'{}' is not an operation number", excerpt(parts[2])));
+    const std::optional<int> rank = parse_number<int>(parts[1]);
+    if (!rank || *rank < 0) throw bad(fmt::format("'{}' is not a rank", excerpt(parts[1])));
+    f.rank = *rank;
+    if (form.has_seq) {
+      const std::optional<uint64_t> seq = parse_number<uint64_t>(parts[2]);
+      if (!seq) throw bad(fmt::format("'{}' is not an operation number", excerpt(parts[2])));
+      f.seq = *seq;
     }
     return f;
   }

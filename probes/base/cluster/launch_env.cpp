@@ -2,10 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cstdlib>
 #include <optional>
 #include <string_view>
+
+#include "probes/base/parse_number.hpp"
 
 namespace commtool::cluster {
 
@@ -15,10 +16,8 @@ namespace {
 std::optional<int> whole_number(const EnvironmentLookup& lookup, const char* name) {
   const char* text = lookup(name);
   if (text == nullptr) return std::nullopt;
-  const std::string_view s(text);
-  int value = -1;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || end != s.data() + s.size() || value < 0) return std::nullopt;
+  const std::optional<int> value = parse_number<int>(text);
+  if (!value || *value < 0) return std::nullopt;
   return value;
 }
 
