@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "probes/base/process_look.hpp"
 
@@ -65,6 +66,41 @@ TEST(ProcessLook, OneThreadInUninterruptibleSleepHoldsTheProcess) {
   EXPECT_EQ(look.wait_channel, "nvidia_ioctl");
   EXPECT_EQ(look.threads, 3);
   EXPECT_EQ(describe(look), "in uninterruptible sleep in nvidia_ioctl");
+}
+
+// An H200 showed a rank "in uninterruptible sleep in os_acquire_mutex" for one look while
+// another rank's abort held the driver's lock: a passing D state is not a stuck process.
+TEST(ProcessLook, OnlyAnUninterruptibleSleepThatLastsTheWindowCounts) {
+  FakeProc p;
+  p.thread(100, 100, 'S');
+  p.thread(100, 101, 'D', "nvidia_ioctl");      // stays in D
+  p.thread(200, 200, 'D', "os_acquire_mutex");  // leaves D after a moment
+  p.thread(300, 300, 'T');
+  std::thread leave([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    p.thread(200, 200, 'S');
+  });
+  const auto started = std::chrono::steady_clock::now();
+  const std::vector<ProcessLook> looks =
+      look_steadily({100, 200, 300, 0}, std::chrono::milliseconds(400), p.root);
+  const auto took = std::chrono::steady_clock::now() - started;
+  leave.join();
+  ASSERT_EQ(looks.size(), 4u);
+  EXPECT_EQ(looks[0].state, RunState::kUninterruptible);
+  EXPECT_EQ(looks[0].wait_channel, "nvidia_ioctl");
+  EXPECT_EQ(looks[1].state, RunState::kRunning);
+  EXPECT_EQ(looks[2].state, RunState::kStopped);
+  EXPECT_EQ(looks[3].state, RunState::kGone);
+  EXPECT_GE(took, std::chrono::milliseconds(400));  // one process stayed in D: the whole window
+}
+
+TEST(ProcessLook, NoProcessInUninterruptibleSleepNoWait) {
+  FakeProc p;
+  p.thread(300, 300, 'T');
+  const auto started = std::chrono::steady_clock::now();
+  const std::vector<ProcessLook> looks = look_steadily({300}, std::chrono::seconds(5), p.root);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(1));
+  EXPECT_EQ(looks.at(0).state, RunState::kStopped);
 }
 
 TEST(ProcessLook, StoppedOnlyWhenEveryThreadIs) {

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <system_error>
+#include <thread>
 
 namespace commtool::proc {
 
@@ -114,6 +116,24 @@ ProcessLook look_at(int64_t pid, const fs::path& proc_root) {
     look.state = RunState::kRunning;
   }
   return look;
+}
+
+std::vector<ProcessLook> look_steadily(const std::vector<int64_t>& pids,
+                                       std::chrono::milliseconds window,
+                                       const fs::path& proc_root) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point until = Clock::now() + window;
+  std::vector<ProcessLook> looks;
+  for (int64_t pid : pids)
+    looks.push_back(look_at(pid, proc_root));
+  const auto in_d = [](const ProcessLook& l) { return l.state == RunState::kUninterruptible; };
+  while (std::any_of(looks.begin(), looks.end(), in_d) && Clock::now() < until) {
+    std::this_thread::sleep_for(std::min<Clock::duration>(kSteadyPoll, until - Clock::now()));
+    for (size_t i = 0; i < pids.size(); ++i) {
+      if (in_d(looks[i])) looks[i] = look_at(pids[i], proc_root);
+    }
+  }
+  return looks;
 }
 
 std::string describe(const ProcessLook& look) {

@@ -10,11 +10,13 @@
 // wins, then stopped or traced when every thread is, then zombie; otherwise running.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace commtool::proc {
 
@@ -44,6 +46,18 @@ std::optional<char> stat_state(std::string_view stat);
 
 // The process `pid` under `proc_root` (tests give a tree of their own).
 ProcessLook look_at(int64_t pid, const std::filesystem::path& proc_root = "/proc");
+
+// A thread in uninterruptible sleep is stuck only if it stays there: driver calls take and
+// release their locks in D state all the time (os_acquire_mutex while another process on the
+// same GPU aborts its communicator, seen on an H200). So a process found in D is looked at
+// again every kSteadyPoll until `window` has passed, and is reported in D only if every look
+// found it there; the first look that finds it elsewhere is the one returned. The other states
+// are taken at the first look. Every pid is watched over the same window, not one after another.
+inline constexpr std::chrono::milliseconds kSteadyWindow{1000};
+inline constexpr std::chrono::milliseconds kSteadyPoll{50};
+std::vector<ProcessLook> look_steadily(const std::vector<int64_t>& pids,
+                                       std::chrono::milliseconds window = kSteadyWindow,
+                                       const std::filesystem::path& proc_root = "/proc");
 
 // "stopped (SIGSTOP or a debugger)", "uninterruptible sleep in nvidia_ioctl", ...
 std::string describe(const ProcessLook& look);

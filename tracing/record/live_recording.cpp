@@ -67,10 +67,13 @@ StandingOptions options_now(const Recording& rec, bool stuck, bool ended) {
                     .stuck = stuck,
                     .lives = {}};
   const std::string host = this_host();
+  std::vector<int64_t> pids;
   for (const ProcessRecord& p : rec.processes) {
-    if (!p.proc || p.proc->host != host || host.empty()) continue;
-    o.lives[{p.proc->host, p.proc->pid}] = crossrank::life_of(proc::look_at(p.proc->pid));
+    if (p.proc && p.proc->host == host && !host.empty()) pids.push_back(p.proc->pid);
   }
+  const std::vector<proc::ProcessLook> looks = proc::look_steadily(pids);
+  for (size_t i = 0; i < pids.size(); ++i)
+    o.lives[{host, pids[i]}] = crossrank::life_of(looks[i]);
   return o;
 }
 

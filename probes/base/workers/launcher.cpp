@@ -404,13 +404,16 @@ void Group::report_stall() {
 }
 
 std::vector<std::optional<proc::ProcessLook>> Group::look_at_workers() const {
-  std::vector<std::optional<proc::ProcessLook>> looks;
+  std::vector<int64_t> pids;
   std::vector<bool> reported;
   for (size_t r = 0; r < children_.size(); ++r) {
-    const ChildProcess& child = children_[r];
-    looks.push_back(child.running() ? std::optional(proc::look_at(child.pid())) : std::nullopt);
+    pids.push_back(children_[r].running() ? children_[r].pid() : 0);
     reported.push_back(connections_[r].reported);
   }
+  const std::vector<proc::ProcessLook> seen = proc::look_steadily(pids);
+  std::vector<std::optional<proc::ProcessLook>> looks;
+  for (size_t r = 0; r < pids.size(); ++r)
+    looks.push_back(pids[r] != 0 ? std::optional(seen[r]) : std::nullopt);
   forget_reported_exits(looks, reported);
   return looks;
 }
