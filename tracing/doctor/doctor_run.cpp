@@ -1,0 +1,225 @@
+#include "tracing/doctor/doctor_run.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "probes/base/input_file.hpp"
+#include "probes/base/watchdog.hpp"
+#include "probes/topo/discover.hpp"
+#include "probes/topo/findings.hpp"
+#include "tracing/trace/trace_plan.hpp"
+#include "tracing/trace/trace_run.hpp"
+
+namespace commtool::doctor {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string this_host() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? name : "";
+}
+
+// Runs `work` as one step: its error (a commtool error with its exit code, or anything else as
+// an internal error) is kept, never thrown.
+template <class Work>
+Step run_step(Work&& work) {
+  Step s;
+  s.ran = true;
+  const Clock::time_point t0 = Clock::now();
+  try {
+    work();
+    s.ok = true;
+  } catch (const Error& e) {
+    s.code = e.code();
+    s.error = e.what();
+  } catch (const std::exception& e) {
+    s.code = ExitCode::kVerification;  // not ours to name better; it did not give a result
+    s.error = e.what();
+  }
+  s.seconds = seconds_since(t0);
+  return s;
+}
+
+std::vector<std::string> bdfs_of(const topo::Topology& t) {
+  std::vector<std::string> out;
+  for (const topo::Gpu& g : t.gpus)
+    out.push_back(g.bdf);
+  return out;
+}
+
+}  // namespace
+
+const char* to_string(Level level) {
+  switch (level) {
+    case Level::kQuick:
+      return "quick";
+    case Level::kStandard:
+      return "standard";
+    case Level::kLong:
+      return "long";
+  }
+  return "?";
+}
+
+std::optional<Level> parse_level(std::string_view text) {
+  for (Level l : {Level::kQuick, Level::kStandard, Level::kLong})
+    if (text == to_string(l)) return l;
+  return std::nullopt;
+}
+
+probe::ProbeRequest probe_request_for(const Request& request, int gpus) {
+  probe::ProbeRequest q;
+  q.h2d = true;
+  q.p2p = gpus > 1 && request.level != Level::kQuick;
+  q.latency = request.level == Level::kLong;
+  switch (request.level) {
+    case Level::kQuick:
+      q.bytes = 64ull << 20;
+      q.iters = 5;
+      q.batches = 3;
+      q.warmup = 2;
+      break;
+    case Level::kStandard:
+      q.bytes = 256ull << 20;
+      q.iters = 10;
+      q.batches = 5;
+      q.warmup = 3;
+      break;
+    case Level::kLong:
+      break;  // probe's own defaults: 512 MiB, 20 copies x 5 batches
+  }
+  q.timeout_s = request.timeout_s;
+  q.devices = request.devices;
+  q.executable = request.executable;
+  return q;
+}
+
+tracing::TraceRequest allreduce_request_for(const Request& request, const std::vector<int>& gpus) {
+  tracing::TraceRequest q;
+  q.collective = tracing::Collective::kAllReduce;
+  q.dtype = tracing::DataType::kFloat32;
+  q.op = tracing::ReduceOp::kSum;
+  q.cupti = false;  // the plain loop: doctor asks whether it works and how fast, not the split
+  q.untraced_pass = false;
+  q.check = true;  // every size's result checked element by element
+  q.modes = {{tracing::CompletionMode::kSync, 0}};
+  q.timeout_s = request.timeout_s;
+  q.executable = request.executable;
+  // One GPU: two ranks on it, so that NCCL's communicator and a real collective are exercised;
+  // its figures are then not a link's.
+  q.devices = gpus.size() == 1 ? std::vector<int>{gpus[0], gpus[0]} : gpus;
+  switch (request.level) {
+    case Level::kQuick:
+      q.sizes = {8, 1ull << 20, 64ull << 20};
+      q.iters = 5;
+      q.warmup = 2;
+      q.batches = 3;
+      break;
+    case Level::kStandard:
+      q.sizes = {8, 64ull << 10, 1ull << 20, 16ull << 20, 256ull << 20};
+      q.iters = 10;
+      q.warmup = 3;
+      q.batches = 5;
+      break;
+    case Level::kLong:
+      q.sizes = {8, 64ull << 10, 1ull << 20, 16ull << 20, 256ull << 20, 1ull << 30};
+      q.iters = 20;
+      q.warmup = 5;
+      q.batches = 5;
+      break;
+  }
+  return q;
+}
+
+Evidence gather(const Request& request) {
+  const Clock::time_point t0 = Clock::now();
+  const auto step = [&](const char* name) {
+    if (request.on_step) request.on_step(name);
+  };
+  Evidence e;
+  e.request = request;
+  e.started_at = tracing::utc_now_iso8601();
+  e.hostname = this_host();
+  e.kernel_log_source = request.kernel_log.empty() ? "/dev/kmsg" : request.kernel_log;
+  // A saved log that cannot be read is the user's mistake: said before anything runs.
+  std::string saved_log;
+  if (!request.kernel_log.empty()) saved_log = files::read_input_file(request.kernel_log);
+
+  Clock::time_point counters_at{};
+  {
+    // The in-process driver queries (sysfs, NVML) cannot be interrupted: a watchdog ends the
+    // process, naming the stage, if a sick driver holds one past the bound.
+    Watchdog watchdog("doctor", std::chrono::duration<double>(request.timeout_s));
+    step("topology");
+    watchdog.stage("nvml", true);
+    topo::DiscoverOptions discover;
+    discover.ask_cuda = false;  // the workers do the CUDA work, where a hang can be killed
+    e.topology = topo::discover(discover);
+    if (!request.devices.empty() && !e.topology.gpus.empty()) {
+      topo::select_gpus(e.topology, request.devices);
+    }
+    watchdog.stage("analysis");
+    e.analysis = topo::analyze(e.topology);
+    if (e.topology.gpus.empty()) {
+      e.no_gpu = "no NVIDIA GPU found";
+    } else if (std::optional<std::string> why = topo::unusable_driver(e.topology)) {
+      e.no_gpu = *why;
+    }
+    step("counters");
+    watchdog.stage("nvml", true);
+    if (!e.topology.gpus.empty()) {
+      e.counters_before = health::read_gpu_counters(bdfs_of(e.topology), request.nvml_library);
+      counters_at = Clock::now();
+    }
+  }
+
+  step("kernel log");
+  if (!request.kernel_log.empty()) {
+    e.kernel_log_read = true;
+    e.kernel_log = health::scan_kernel_log(saved_log);
+  } else {
+    health::KernelLogRead live = health::read_live_kernel_log();
+    e.kernel_log_read = live.readable;
+    e.kernel_log_why = live.why;
+    if (live.readable) e.kernel_log = health::scan_kernel_log(live.text);
+  }
+
+  std::vector<int> gpus;
+  for (const topo::Gpu& g : e.topology.gpus)
+    gpus.push_back(g.index);
+  e.probe_request = probe_request_for(request, static_cast<int>(gpus.size()));
+  e.probe_request.devices = gpus;
+  if (!gpus.empty()) e.allreduce_request = allreduce_request_for(request, gpus);
+  e.ranks_share_gpu = gpus.size() == 1;
+  if (!e.no_gpu.empty()) {
+    e.probe_step.skipped = e.allreduce_step.skipped = e.no_gpu;
+  } else {
+    step("probe");
+    e.probe_step = run_step([&] { e.probe = probe::run_probes(e.probe_request); });
+    step("all-reduce");
+    e.allreduce_step = run_step([&] {
+      const tracing::TraceRun run = tracing::run_trace(e.allreduce_request);
+      e.allreduce = tracing::analyse(run);
+    });
+  }
+
+  if (!e.topology.gpus.empty() && e.counters_before.unavailable.empty()) {
+    Watchdog watchdog("doctor", std::chrono::duration<double>(request.timeout_s));
+    step("counters");
+    watchdog.stage("nvml", true);
+    e.counters_after = health::read_gpu_counters(bdfs_of(e.topology), request.nvml_library);
+    e.counter_window_s = std::chrono::duration<double>(Clock::now() - counters_at).count();
+  }
+  e.seconds = seconds_since(t0);
+  return e;
+}
+
+}  // namespace commtool::doctor

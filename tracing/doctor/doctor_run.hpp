@@ -1,0 +1,90 @@
+// `commtool doctor`'s evidence: what it takes from the machine, by composing the commands' own
+// entry points (topo's discovery and analysis, probe's run_probes, trace's run_trace) with the
+// hardware's own reports (NVML's error counters, the kernel log). Judging the evidence is
+// reports/doctor's; this file only gathers it, each step bounded, a failed step kept as its
+// error so that the page still says everything else.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probes/bandwidth/probe_plan.hpp"
+#include "probes/base/error.hpp"
+#include "probes/health/gpu_counters.hpp"
+#include "probes/health/kernel_log.hpp"
+#include "probes/health/thresholds.hpp"
+#include "probes/topo/classify.hpp"
+#include "tracing/trace/trace_analysis.hpp"
+#include "tracing/trace/trace_plan.hpp"
+
+namespace commtool::doctor {
+
+// How long doctor may take: quick (seconds: counters, kernel log, topology, a small probe and
+// all-reduce), standard (adds P2P pairs and larger sizes), long (full-size copies and the
+// all-reduce up to 1 GiB).
+enum class Level { kQuick, kStandard, kLong };
+const char* to_string(Level level);
+std::optional<Level> parse_level(std::string_view text);
+inline constexpr const char* kLevelNames = "quick, standard, long";
+
+struct Request {
+  Level level = Level::kQuick;
+  double timeout_s = 60;     // each step's bound
+  std::vector<int> devices;  // GPU indices, each once; empty: all
+  health::Thresholds thresholds;
+  std::string kernel_log;  // a saved kernel log to read instead of the live one; "" live
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string executable = "/proc/self/exe";
+  std::function<void(const char*)> on_step;  // called as each step starts, for the progress line
+};
+
+// A step that runs work on the GPUs: what came of it.
+struct Step {
+  bool ran = false;
+  std::string skipped;  // why it did not run; "" when it ran
+  bool ok = false;
+  ExitCode code = ExitCode::kOk;  // its error's, when it failed
+  std::string error;              // its error's words, when it failed
+  double seconds = 0;
+};
+
+struct Evidence {
+  Request request;
+  std::string started_at;  // ISO 8601, UTC
+  std::string hostname;
+  double seconds = 0;  // the whole gathering
+
+  topo::Topology topology;
+  topo::Analysis analysis;
+  std::string no_gpu;  // why there is nothing to examine ("no NVIDIA GPU found"); else ""
+
+  health::CountersRead counters_before;  // before the probe and the all-reduce
+  health::CountersRead counters_after;   // after them: the difference is what the load caused
+  double counter_window_s = 0;
+
+  bool kernel_log_read = false;
+  std::string kernel_log_source;  // "/dev/kmsg" or the file given
+  std::string kernel_log_why;     // when it could not be read
+  health::KernelLogScan kernel_log;
+
+  probe::ProbeRequest probe_request;
+  Step probe_step;
+  std::optional<probe::ProbeReport> probe;
+
+  tracing::TraceRequest allreduce_request;
+  Step allreduce_step;
+  std::optional<tracing::TraceReport> allreduce;
+  bool ranks_share_gpu = false;  // one GPU: two ranks on it, a check of correctness only
+};
+
+// What each level runs, before any hardware (the help and the man page say the same).
+probe::ProbeRequest probe_request_for(const Request& request, int gpus);
+tracing::TraceRequest allreduce_request_for(const Request& request, const std::vector<int>& gpus);
+
+// Gathers everything. Throws only for bad input found before the hardware (a kernel log file
+// that cannot be read: Error(kUsage)); what the machine lacks or does wrong is evidence.
+Evidence gather(const Request& request);
+
+}  // namespace commtool::doctor
