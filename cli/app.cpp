@@ -35,6 +35,8 @@ const char* const kExitCodeHelp =
     "  4  a measurement failed verification: the data was wrong\n"
     "  5  a timeout or a hang was detected; report and record: also ranks that\n"
     "     disagree (another collective, size, type or root) or a rank missing\n"
+    "  6  doctor: the worst check is a WARN\n"
+    "  7  doctor: a check FAILed\n"
     "\n"
     "See man commtool for every option and what each figure means.";
 
@@ -278,7 +280,8 @@ std::unique_ptr<CommandLine> make_command_line() {
   cl->runners = {
       {"topo", register_topo(app, global)},         {"probe", register_probe(app, global)},
       {"trace", register_trace(app, global)},       {"report", register_report(app, global)},
-      {"diagnose", register_diagnose(app, global)}, {"record", register_record(app, global)}};
+      {"diagnose", register_diagnose(app, global)}, {"record", register_record(app, global)},
+      {"doctor", register_doctor(app, global)}};
   refuse_silent_values(app);
   return cl;
 }

@@ -25,6 +25,7 @@ Runner register_trace(CLI::App& app, const GlobalOptions& global);
 Runner register_report(CLI::App& app, const GlobalOptions& global);
 Runner register_diagnose(CLI::App& app, const GlobalOptions& global);
 Runner register_record(CLI::App& app, const GlobalOptions& global);
+Runner register_doctor(CLI::App& app, const GlobalOptions& global);
 
 // The whole command line, built and not yet parsed: the parser, the options it binds, and each
 // subcommand's work by name. run() parses into it; tests walk it (every option of every

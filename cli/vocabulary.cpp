@@ -77,6 +77,9 @@ constexpr Term kTerms[] = {
     {"--replicate", "", "replicate the hottest experts (what-if)"},
     {"--dry-run", "", "plan only, no GPU"},
     {"--ranks", "", "expert-parallel size for --dry-run"},
+    {"--level", "", "how long doctor may take: quick, standard, long"},
+    {"--thresholds", "", "a file of limits doctor judges the counters by"},
+    {"--kernel-log", "", "a saved kernel log doctor reads Xids from"},
 };
 
 const std::vector<ElementType>& types() {

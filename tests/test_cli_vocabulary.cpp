@@ -231,7 +231,7 @@ std::string refusal(std::vector<const char*> args) {
 TEST(ParseErrors, InCommtoolsWordsWithWhatWasMeant) {
   EXPECT_EQ(refusal({"tpo"}),
             "commtool: tpo: no such subcommand; did you mean topo? (accepted: topo, probe, "
-            "trace, report, diagnose, record)\nSee commtool --help.\n");
+            "trace, report, diagnose, record, doctor)\nSee commtool --help.\n");
   EXPECT_EQ(refusal({"trace", "allreduce", "--minbyte", "8"}),
             "commtool trace: --minbyte: no such option; did you mean --minbytes?\n"
             "See commtool trace --help.\n");

@@ -46,8 +46,6 @@ std::vector<Field> fields() {
       std::string(kDcgm) + "DCGM_LIMIT_MAX_RETIRED_PAGES");
   add("remap_uncorrectable_warn", &Thresholds::remap_uncorrectable_warn,
       std::string(kDcgm) + "DCGM_LIMIT_MAX_ROW_REMAP_UNCORRECTABLE");
-  add("bandwidth_low_share", &Thresholds::bandwidth_low_share,
-      "commtool probe: LOW under 80% of the link's payload rate");
   return out;
 }
 

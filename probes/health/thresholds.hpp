@@ -21,8 +21,6 @@ struct Thresholds {
   double ecc_volatile_uncorrected_fail = 1;  // uncorrected ECC errors since the driver loaded
   double retired_pages_fail = 63;            // pages retired (SBE + DBE) over the GPU's life
   double remap_uncorrectable_warn = 512;     // rows remapped for uncorrectable errors
-  // A measured bandwidth under this share of what its link should give is LOW (probe's rule).
-  double bandwidth_low_share = 0.8;
 };
 
 struct ThresholdInfo {

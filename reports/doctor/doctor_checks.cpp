@@ -1,0 +1,334 @@
+#include "reports/doctor/doctor_checks.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "probes/base/error.hpp"
+#include "probes/base/measure/byte_size.hpp"
+#include "probes/health/xid_catalog.hpp"
+#include "reports/doctor/doctor_rules.hpp"
+#include "reports/probe/probe_report.hpp"
+
+namespace commtool::reports::doctor {
+
+namespace {
+
+using commtool::doctor::Evidence;
+using health::Count;
+using health::GpuCounters;
+using rules::check;
+using rules::gpu_at;
+using rules::subject_of;
+
+// --- kernel log ---
+
+Severity weight_of(const health::XidInfo& info) {
+  switch (info.weight) {
+    case health::XidWeight::kFail:
+      return Severity::kFail;
+    case health::XidWeight::kWarn:
+      return Severity::kWarn;
+    case health::XidWeight::kInfo:
+      return info.xid == 154 ? Severity::kWarn : Severity::kPass;  // 154 says what to do
+    case health::XidWeight::kApplication:
+      return Severity::kPass;
+  }
+  return Severity::kWarn;
+}
+
+// One check for a set of events of one GPU: the worst Xid decides, each distinct Xid is named
+// with its count and its last line.
+Check xid_check(const topo::Gpu* gpu, const std::vector<const health::XidEvent*>& events,
+                const std::string& source) {
+  std::map<int, std::vector<const health::XidEvent*>> by_xid;
+  for (const health::XidEvent* e : events)
+    by_xid[e->xid].push_back(e);
+  Severity worst = Severity::kPass;
+  std::string evidence, advice;
+  for (const auto& [xid, list] : by_xid) {
+    const health::XidInfo info = health::describe_xid(xid);
+    const health::XidEvent& last = *list.back();
+    const Severity s = weight_of(info);
+    evidence += fmt::format("{}Xid {} x{} ({}{}), last at line {}{}: {}",
+                            evidence.empty() ? "" : "; ", xid, list.size(), info.meaning,
+                            info.link != health::XidLink::kNone
+                                ? fmt::format(", a {} error", health::to_string(info.link))
+                                : "",
+                            last.line, last.when.empty() ? "" : " [" + last.when + "]",
+                            excerpt(last.detail, 100));
+    if (s >= worst && s != Severity::kPass) {
+      if (s > worst) advice.clear();
+      worst = s;
+      advice += fmt::format("{}Xid {}: {}", advice.empty() ? "" : "; ", xid, info.action);
+    }
+  }
+  evidence += " (" + source + ")";
+  if (worst == Severity::kPass && advice.empty()) {
+    advice = "";  // application faults and records of repairs: the GPU stays healthy
+  }
+  return check(gpu, "Xid", worst, evidence, advice);
+}
+
+std::string step_failure_advice(ExitCode code, const std::string& what) {
+  switch (code) {
+    case ExitCode::kTimeout:
+      return fmt::format(
+          "the {} hung: the account above says where each rank or copy stood; "
+          "look for an Xid of that GPU, then run it alone with -v",
+          what);
+    case ExitCode::kVerification:
+      return fmt::format(
+          "the {} gave wrong data: a GPU's memory or a link corrupts it; drain the "
+          "node and run dcgmi diag -r 3",
+          what);
+    default:
+      return fmt::format("run the {} alone with -v to see the failing step", what);
+  }
+}
+
+}  // namespace
+
+const char* to_string(Severity s) {
+  switch (s) {
+    case Severity::kPass:
+      return "PASS";
+    case Severity::kUnavailable:
+      return "n/a";
+    case Severity::kWarn:
+      return "WARN";
+    case Severity::kFail:
+      return "FAIL";
+  }
+  return "?";
+}
+
+int Verdict::count(Severity s) const {
+  return static_cast<int>(
+      std::count_if(checks.begin(), checks.end(), [s](const Check& c) { return c.severity == s; }));
+}
+
+std::vector<Check> judge_kernel_log(const Evidence& e) {
+  if (!e.kernel_log_read) {
+    return {check(nullptr, "Xid", Severity::kUnavailable,
+                  "the kernel log could not be read: " + e.kernel_log_why,
+                  "run doctor as root, or give it a saved log: dmesg > FILE (as root), then "
+                  "commtool doctor --kernel-log FILE")};
+  }
+  const health::KernelLogScan& scan = e.kernel_log;
+  const std::string source = fmt::format(
+      "{} lines of {}{}", scan.lines, e.kernel_log_source,
+      scan.dropped ? fmt::format(", only the first {} events kept", health::kMaxXidEvents) : "");
+  std::vector<Check> out;
+  std::vector<const health::XidEvent*> unmatched, sxids;
+  std::vector<bool> matched(scan.events.size());
+  for (const topo::Gpu& g : e.topology.gpus) {
+    std::vector<const health::XidEvent*> mine;
+    for (size_t i = 0; i < scan.events.size(); ++i) {
+      const health::XidEvent& ev = scan.events[i];
+      if (!ev.nvswitch && health::same_gpu(ev, g.bdf)) {
+        mine.push_back(&ev);
+        matched[i] = true;
+      }
+    }
+    if (mine.empty()) {
+      out.push_back(check(&g, "Xid", Severity::kPass, "no Xid for this GPU in " + source));
+    } else {
+      out.push_back(xid_check(&g, mine, source));
+    }
+  }
+  for (size_t i = 0; i < scan.events.size(); ++i) {
+    const health::XidEvent& ev = scan.events[i];
+    if (ev.nvswitch) {
+      sxids.push_back(&ev);
+    } else if (!matched[i] && e.request.devices.empty()) {
+      unmatched.push_back(&ev);  // with --devices, the other GPUs are not examined
+    }
+  }
+  if (!unmatched.empty()) {
+    Check c = xid_check(nullptr, unmatched, source);
+    c.evidence =
+        fmt::format("for PCI {} (no GPU there now): ", unmatched.front()->pci) + c.evidence;
+    c.severity = std::max(c.severity, Severity::kWarn);  // a GPU that is gone is news
+    if (c.advice.empty()) c.advice = "find which device that was (lspci; nvidia-smi -q)";
+    out.insert(out.begin(), c);
+  }
+  if (!sxids.empty()) {
+    bool fatal = false;
+    std::string evidence;
+    for (const health::XidEvent* s : sxids) {
+      const bool f = s->detail.find("Fatal") != std::string::npos &&
+                     s->detail.find("Non-fatal") == std::string::npos;
+      fatal = fatal || f;
+    }
+    const health::XidEvent& last = *sxids.back();
+    evidence =
+        fmt::format("{} SXid(s) of NVSwitches, last SXid {} on {} at line {}: {} ({})",
+                    sxids.size(), last.xid, last.pci, last.line, excerpt(last.detail, 100), source);
+    out.insert(out.begin(),
+               check(nullptr, "NVSwitch", fatal ? Severity::kFail : Severity::kWarn, evidence,
+                     fatal ? "a fatal NVSwitch error: contact support with the "
+                             "output of nvidia-bug-report.sh; the fabric needs a "
+                             "reset before jobs use it"
+                           : "non-fatal NVSwitch errors: watch whether they "
+                             "repeat (nvidia-smi nvlink -e)"));
+  }
+  return out;
+}
+
+std::vector<Check> judge_probe(const Evidence& e) {
+  if (!e.probe_step.ran) return {};
+  if (!e.probe_step.ok) {
+    return {check(
+        nullptr, "probe",
+        e.probe_step.code == ExitCode::kEnvironment ? Severity::kUnavailable : Severity::kFail,
+        e.probe_step.error, step_failure_advice(e.probe_step.code, "probe"))};
+  }
+  std::vector<Check> out;
+  for (const probe::Measurement& m : e.probe->measurements) {
+    if (m.unit != "GB/s" || m.engine != probe::Engine::kCopyEngine || m.bidirectional) continue;
+    const probe::Verdict v = probe::judge(m);
+    const int gpu = m.src == probe::kHost ? m.dst : m.src;
+    const topo::Gpu* g = gpu_at(e.topology, gpu);
+    const std::string area =
+        m.probe == "p2p" ? fmt::format("P2P {} -> {}", endpoint_name(m.src), endpoint_name(m.dst))
+                         : m.what;
+    std::string evidence = fmt::format("{:.1f} GB/s [{:.1f}-{:.1f}] over {} batches, data checked",
+                                       m.summary.median, m.summary.min, m.summary.max, m.summary.n);
+    if (v.percent > 0) {
+      evidence +=
+          fmt::format(", {:.0f}% of {:.1f} GB/s ({})", v.percent, m.expected, m.expected_basis);
+    }
+    if (v.low) {
+      out.push_back(check(g, area, Severity::kWarn, evidence, verdict_advice(m)));
+    } else if (v.above) {
+      out.push_back(check(g, area, Severity::kUnavailable,
+                          evidence + ": above what commtool expects of this link, so it cannot "
+                                     "judge it",
+                          verdict_advice(m)));
+    } else if (v.percent == 0) {
+      out.push_back(
+          check(g, area, Severity::kUnavailable, evidence + "; no expectation for this link"));
+    } else {
+      out.push_back(check(g, area, Severity::kPass, evidence));
+    }
+  }
+  return out;
+}
+
+std::vector<Check> judge_allreduce(const Evidence& e) {
+  if (!e.allreduce_step.ran) return {};
+  const size_t ranks = e.allreduce_request.devices.size();
+  if (!e.allreduce_step.ok) {
+    return {check(
+        nullptr, "all-reduce",
+        e.allreduce_step.code == ExitCode::kEnvironment ? Severity::kUnavailable : Severity::kFail,
+        fmt::format("NCCL all-reduce over {} ranks: {}", ranks, e.allreduce_step.error),
+        step_failure_advice(e.allreduce_step.code, "all-reduce"))};
+  }
+  const tracing::TraceReport& r = *e.allreduce;
+  uint64_t wrong = 0;
+  for (const tracing::SizeRow& s : r.sizes)
+    wrong += s.wrong_elements;
+  if (r.sizes.empty()) {
+    return {check(nullptr, "all-reduce", Severity::kUnavailable, "no size was measured")};
+  }
+  const tracing::SizeRow& big = r.sizes.back();
+  std::string evidence = fmt::format(
+      "NCCL {} all-reduce, {} sizes {}-{}, {} ranks, every result checked: busbw {:.1f} GB/s at "
+      "{} (NCCL chose {})",
+      r.meta.nccl_version, r.sizes.size(), measure::format_byte_size(r.sizes.front().bytes),
+      measure::format_byte_size(big.bytes), ranks, big.busbw_gbps,
+      measure::format_byte_size(big.bytes), tracing::to_string(big.nccl_choice));
+  if (e.ranks_share_gpu) {
+    evidence += "; the ranks share one GPU: a check of NCCL and the GPU, not a link figure";
+  }
+  if (wrong > 0) {
+    return {check(nullptr, "all-reduce", Severity::kFail,
+                  fmt::format("{} wrong elements; {}", wrong, evidence),
+                  step_failure_advice(ExitCode::kVerification, "all-reduce"))};
+  }
+  return {check(nullptr, "all-reduce", Severity::kPass, evidence)};
+}
+
+Verdict judge(const Evidence& e) {
+  Verdict v;
+  if (!e.no_gpu.empty()) {
+    v.checks.push_back(check(nullptr, "GPUs", Severity::kFail,
+                             e.no_gpu + " (" + e.topology.source + ")",
+                             "check that the driver is loaded (nvidia-smi; lsmod | grep nvidia) "
+                             "and what commtool topo sees"));
+  }
+  for (const topo::Finding& f : e.analysis.findings) {
+    if (f.severity != topo::Severity::kWarning) continue;
+    if (f.code == "no-gpu" && !v.checks.empty()) {  // topo's words for the FAIL above
+      v.checks.front().evidence = f.message + " (" + f.evidence + ")";
+      v.checks.front().advice = f.advice;
+      continue;
+    }
+    v.checks.push_back(check(nullptr, "topology", Severity::kWarn,
+                             f.message + (f.evidence.empty() ? "" : " (" + f.evidence + ")"),
+                             f.advice));
+  }
+  if (e.no_gpu.empty() && std::none_of(v.checks.begin(), v.checks.end(),
+                                       [](const Check& c) { return c.area == "topology"; })) {
+    v.checks.push_back(check(nullptr, "topology", Severity::kPass,
+                             fmt::format("{} GPU(s), {} NIC(s): no warning from topo",
+                                         e.topology.gpus.size(), e.topology.nics.size())));
+  }
+  for (Check& c : judge_allreduce(e))
+    v.checks.push_back(std::move(c));
+  std::vector<Check> per_gpu = judge_kernel_log(e);
+  if (!e.counters_before.unavailable.empty()) {
+    per_gpu.push_back(check(nullptr, "counters", Severity::kUnavailable,
+                            "NVML: " + e.counters_before.unavailable,
+                            "install the NVIDIA driver's NVML (libnvidia-ml.so.1)"));
+  } else {
+    for (size_t i = 0; i < e.topology.gpus.size() && i < e.counters_before.gpus.size(); ++i) {
+      const health::GpuCounters* after =
+          i < e.counters_after.gpus.size() ? &e.counters_after.gpus[i] : nullptr;
+      for (Check& c : judge_counters(e.topology.gpus[i], e.counters_before.gpus[i], after,
+                                     e.counter_window_s, e.request.thresholds))
+        per_gpu.push_back(std::move(c));
+    }
+  }
+  for (Check& c : judge_probe(e))
+    per_gpu.push_back(std::move(c));
+  // The node's checks first, then GPU by GPU, each in the order the rules gave.
+  std::stable_sort(per_gpu.begin(), per_gpu.end(),
+                   [](const Check& a, const Check& b) { return a.gpu < b.gpu; });
+  for (Check& c : per_gpu)
+    v.checks.push_back(std::move(c));
+  std::stable_sort(v.checks.begin(), v.checks.end(),
+                   [](const Check& a, const Check& b) { return a.gpu < b.gpu; });
+
+  if (!e.probe_step.skipped.empty()) v.skipped.push_back("probe: " + e.probe_step.skipped);
+  if (!e.allreduce_step.skipped.empty())
+    v.skipped.push_back("all-reduce: " + e.allreduce_step.skipped);
+  if (e.probe) {
+    for (const probe::Skipped& s : e.probe->skipped)
+      v.skipped.push_back(s.probe + ": " + s.reason);
+  }
+  if (e.request.level == commtool::doctor::Level::kQuick && e.topology.gpus.size() > 1) {
+    v.skipped.push_back("p2p: not at --level quick (standard measures every GPU pair)");
+  }
+  for (const Check& c : v.checks)
+    if (c.severity != Severity::kUnavailable) v.overall = std::max(v.overall, c.severity);
+  return v;
+}
+
+int exit_code(const Evidence& e, const Verdict& v) {
+  if (!e.no_gpu.empty()) return static_cast<int>(ExitCode::kEnvironment);
+  switch (v.overall) {
+    case Severity::kFail:
+      return kExitFail;
+    case Severity::kWarn:
+      return kExitWarn;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace commtool::reports::doctor

@@ -1,0 +1,53 @@
+// doctor's judgement: the evidence of tracing/doctor turned into checks, each a PASS, WARN or
+// FAIL with the values it rests on and the next step, or "not available" with the reason.
+// Pure: the tests give it evidence built from fixtures (fake NVML answers, real kernel-log
+// lines, sysfs captures).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "probes/health/gpu_counters.hpp"
+#include "probes/health/kernel_log.hpp"
+#include "probes/health/thresholds.hpp"
+#include "tracing/doctor/doctor_run.hpp"
+
+namespace commtool::reports::doctor {
+
+// In order of weight; kUnavailable (a counter this GPU or this user cannot read) never passes.
+enum class Severity { kPass, kUnavailable, kWarn, kFail };
+const char* to_string(Severity s);  // "PASS", "n/a", "WARN", "FAIL"
+
+struct Check {
+  std::string subject;  // "GPU0 0000:3b:00.0", "node"
+  int gpu = -1;         // the GPU's index, -1 for the node
+  std::string area;     // "Xid", "ECC", "memory repair", "PCIe replay", "NVLink", ...
+  Severity severity = Severity::kPass;
+  std::string evidence;  // the values read, and where from
+  std::string advice;    // what to do (FAIL, WARN; for n/a what would let commtool read it)
+};
+
+struct Verdict {
+  Severity overall = Severity::kPass;  // the worst check's; kFail when there is no GPU
+  std::vector<Check> checks;           // by subject (the node first, then each GPU), then area
+  std::vector<std::string> skipped;    // "P2P: only one GPU", with why
+  int count(Severity s) const;
+};
+
+// The rules, one family each, exposed for the tests.
+std::vector<Check> judge_kernel_log(const commtool::doctor::Evidence& e);
+std::vector<Check> judge_counters(const topo::Gpu& gpu, const health::GpuCounters& before,
+                                  const health::GpuCounters* after, double window_s,
+                                  const health::Thresholds& t);
+std::vector<Check> judge_probe(const commtool::doctor::Evidence& e);
+std::vector<Check> judge_allreduce(const commtool::doctor::Evidence& e);
+
+Verdict judge(const commtool::doctor::Evidence& e);
+
+// The exit code: 0 every check passed (or could not be read), 6 a WARN, 7 a FAIL; 3 when there
+// is no GPU to examine.
+int exit_code(const commtool::doctor::Evidence& e, const Verdict& v);
+inline constexpr int kExitWarn = 6;
+inline constexpr int kExitFail = 7;
+
+}  // namespace commtool::reports::doctor

@@ -1,0 +1,86 @@
+// `commtool doctor` as a user runs it on the CI machine (no GPU): bad input is exit 2 before
+// anything is examined, and a machine without a GPU gets its page and exit 3.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_test_support.hpp"
+
+using cli_test::contains;
+using cli_test::Result;
+using cli_test::run;
+using cli_test::TempDir;
+
+namespace {
+
+std::string kernel_log_fixture() {
+  return std::string(COMMTOOL_FIXTURES_DIR) + "/kernel_log/public_xid_lines.txt";
+}
+
+}  // namespace
+
+TEST(CliDoctor, AnUnknownLevelIsExit2NamingTheAcceptedOnes) {
+  const Result r = run("doctor --level fast");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.out, "--level fast: not a level; accepted: quick, standard, long"))
+      << r.out;
+}
+
+TEST(CliDoctor, ABadThresholdsFileIsExit2NamingItsLineAndWritesNothing) {
+  TempDir dir;
+  const std::string conf = (dir.path / "site.conf").string();
+  std::ofstream(conf) << "# ours\nnvlink_crc_warn = 2\nnvlink_crc = 5\n";
+  const std::string out = (dir.path / "page.txt").string();
+  const Result r = run("doctor --thresholds " + conf + " --output " + out);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, conf + ":3: 'nvlink_crc' is not a threshold")) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_EQ(run("doctor --thresholds " + (dir.path / "none.conf").string()).code, 2);
+}
+
+TEST(CliDoctor, AMissingKernelLogIsExit2AndOneFileCannotBeBothInputAndOutput) {
+  EXPECT_EQ(run("doctor --kernel-log /nonexistent/dmesg.txt").code, 2);
+  const Result same =
+      run("doctor --kernel-log " + kernel_log_fixture() + " --output " + kernel_log_fixture());
+  EXPECT_EQ(same.code, 2) << same.out;
+}
+
+TEST(CliDoctor, NoGpuGivesThePageAndExit3) {
+  const Result text = run("doctor --kernel-log " + kernel_log_fixture());
+  if (text.code == 0 || text.code == 6 || text.code == 7) GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(text.code, 3) << text.out;
+  EXPECT_EQ(text.out.rfind("commtool doctor: FAIL", 0), 0u) << text.out;
+  EXPECT_TRUE(contains(text.out, "probe: no NVIDIA GPU found")) << text.out;
+  // The Xids of GPUs not on this machine are still the node's news.
+  EXPECT_TRUE(contains(text.out, "NVSwitch")) << text.out;
+
+  TempDir dir;
+  const std::string out = (dir.path / "doctor.json").string();
+  const Result json =
+      run("doctor --json --kernel-log " + kernel_log_fixture() + " --output " + out);
+  EXPECT_EQ(json.code, 3);
+  std::ifstream in(out);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["verdict"], "FAIL");
+  EXPECT_EQ(doc["kernel_log"]["events"], 24);
+  EXPECT_EQ(doc["steps"]["probe"]["ran"], false);
+  EXPECT_FALSE(doc["thresholds"].empty());
+}
+
+TEST(CliDoctor, HelpStatesEachLevelAndTheExitCodes) {
+  const Result r = run("doctor --help");
+  EXPECT_EQ(r.code, 0);
+  std::string flat;  // the help is wrapped to the terminal: compare its words
+  for (char c : r.out) {
+    if (c == '\n' || c == ' ') {
+      if (!flat.empty() && flat.back() != ' ') flat += ' ';
+    } else {
+      flat += c;
+    }
+  }
+  for (const char* s : {"quick:", "standard:", "long:", "Exit 0 all passed, 6 a WARN, 7 a FAIL"})
+    EXPECT_TRUE(contains(flat, s)) << s << "\n" << r.out;
+}

@@ -1,0 +1,425 @@
+// doctor's pieces on the CPU: the Xid catalog, the thresholds file, NVML's counters read through
+// a fake libnvidia-ml (tests/fake_nvml.cpp), and every rule of reports/doctor on evidence built
+// from them and from the real kernel-log lines of tests/fixtures/kernel_log.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "probes/base/error.hpp"
+#include "probes/health/gpu_counters.hpp"
+#include "probes/health/thresholds.hpp"
+#include "probes/health/xid_catalog.hpp"
+#include "reports/doctor/doctor_checks.hpp"
+#include "reports/doctor/doctor_report.hpp"
+
+namespace {
+
+using namespace commtool;
+using namespace commtool::health;
+using commtool::reports::doctor::Check;
+using commtool::reports::doctor::Severity;
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(COMMTOOL_SOURCE_DIR) + "/tests/fixtures/kernel_log/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// --- the Xid catalog ---
+
+TEST(XidCatalog, EveryNumberFindsItsOwnEntryOrNone) {
+  int known = 0;
+  for (int x = 0; x < 400; ++x) {
+    const XidInfo info = describe_xid(x);
+    EXPECT_EQ(info.xid, x);  // the table is sorted: a lookup never returns a neighbour
+    if (info.known) {
+      ++known;
+      EXPECT_NE(std::string(info.meaning), "");
+      EXPECT_NE(std::string(info.action), "");
+    }
+  }
+  EXPECT_EQ(known, 37);
+}
+
+TEST(XidCatalog, LinksAndWeightsFollowNvidiasCatalog) {
+  EXPECT_EQ(describe_xid(79).link, XidLink::kPcie);
+  EXPECT_EQ(describe_xid(79).weight, XidWeight::kFail);
+  EXPECT_EQ(describe_xid(32).link, XidLink::kPcie);
+  EXPECT_EQ(describe_xid(74).link, XidLink::kNvLink);
+  EXPECT_EQ(describe_xid(149).link, XidLink::kNvLink);
+  EXPECT_EQ(describe_xid(121).link, XidLink::kC2c);
+  EXPECT_EQ(describe_xid(121).weight, XidWeight::kWarn);  // corrected: retrain at a window
+  EXPECT_EQ(describe_xid(13).weight, XidWeight::kApplication);
+  EXPECT_EQ(describe_xid(43).weight, XidWeight::kApplication);
+  EXPECT_EQ(describe_xid(45).weight, XidWeight::kInfo);
+  // DCGM calls 38 "PCIe Bus Error"; NVIDIA's catalog says it is a firmware watchdog.
+  EXPECT_EQ(describe_xid(38).link, XidLink::kNone);
+  const XidInfo unknown = describe_xid(999);
+  EXPECT_FALSE(unknown.known);
+  EXPECT_EQ(unknown.weight, XidWeight::kWarn);
+  EXPECT_NE(std::string(unknown.action).find("NVIDIA's Xid catalog"), std::string::npos);
+}
+
+// --- thresholds ---
+
+TEST(Thresholds, DefaultsAreDcgmsAndEachNamesItsSource) {
+  const Thresholds t;
+  EXPECT_DOUBLE_EQ(t.pcie_replays_per_lane_minute[5], 1.92);
+  EXPECT_DOUBLE_EQ(t.nvlink_crc_fail_per_s, 100);
+  EXPECT_DOUBLE_EQ(t.retired_pages_fail, 63);
+  EXPECT_DOUBLE_EQ(t.remap_uncorrectable_warn, 512);
+  for (const ThresholdInfo& i : describe(t))
+    EXPECT_NE(i.source, "") << i.name;
+}
+
+TEST(Thresholds, AFileOverridesWhatItNamesAndKeepsTheRest) {
+  const Thresholds t = parse_thresholds(
+      "# site limits\n\n  nvlink_crc_warn = 10   # our links are noisy\n"
+      "pcie_replays_per_lane_minute.gen5=0.5\r\n",
+      "site.conf");
+  EXPECT_DOUBLE_EQ(t.nvlink_crc_warn, 10);
+  EXPECT_DOUBLE_EQ(t.pcie_replays_per_lane_minute[5], 0.5);
+  EXPECT_DOUBLE_EQ(t.pcie_replays_per_lane_minute[4], 0.96);
+  EXPECT_DOUBLE_EQ(t.retired_pages_fail, 63);
+}
+
+TEST(Thresholds, ABadLineIsExit2NamingFileLineAndWhatIsAccepted) {
+  const auto error_of = [](const std::string& text) {
+    try {
+      parse_thresholds(text, "site.conf");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kUsage);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of("\n\nnvlink_crc = 5\n")
+                .rfind("site.conf:3: 'nvlink_crc' is not a threshold "
+                       "(known: pcie_replays_per_lane_minute.gen1",
+                       0),
+            0u)
+      << error_of("\n\nnvlink_crc = 5\n");
+  EXPECT_EQ(error_of("nvlink_crc_warn = x"),
+            "site.conf:1: nvlink_crc_warn 'x': not a non-negative decimal number");
+  EXPECT_EQ(error_of("nvlink_crc_warn = -1"),
+            "site.conf:1: nvlink_crc_warn '-1': not a non-negative decimal number");
+  EXPECT_EQ(error_of("nvlink_crc_warn = nan"),
+            "site.conf:1: nvlink_crc_warn 'nan': not a non-negative decimal number");
+  EXPECT_EQ(error_of("nvlink_crc_warn"),
+            "site.conf:1: 'nvlink_crc_warn' is not a 'name = value' line");
+  EXPECT_EQ(error_of("nvlink_crc_warn = 1\x1b[2J"),
+            "site.conf:1: nvlink_crc_warn '1\\x1b[2J': not a non-negative decimal number");
+}
+
+TEST(Thresholds, AMissingFileIsExit2) {
+  try {
+    load_thresholds("/nonexistent/site.conf");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/site.conf"), std::string::npos);
+  }
+}
+
+// --- NVML's counters, through the fake library ---
+
+struct FakeNvml {
+  explicit FakeNvml(const std::string& answers) {
+    setenv("COMMTOOL_FAKE_NVML", answers.c_str(), 1);
+  }
+  ~FakeNvml() { unsetenv("COMMTOOL_FAKE_NVML"); }
+  static CountersRead read() { return read_gpu_counters({"0000:3b:00.0"}, COMMTOOL_FAKE_NVML); }
+};
+
+TEST(GpuCounters, AHealthyH100AsNvidiaSmiShowedIt) {
+  FakeNvml fake("");
+  const CountersRead r = FakeNvml::read();
+  ASSERT_EQ(r.unavailable, "");
+  ASSERT_EQ(r.gpus.size(), 1u);
+  const GpuCounters& g = r.gpus[0];
+  EXPECT_EQ(g.uuid, "GPU-187a3ed2-dc3f-e885-c1e4-066b882acd69");
+  EXPECT_TRUE(g.ecc_enabled.available);
+  EXPECT_EQ(g.ecc_enabled.value, 1u);
+  EXPECT_TRUE(g.ecc_volatile_uncorrected.available);
+  EXPECT_TRUE(g.remap_failure.available);
+  EXPECT_EQ(g.pcie_replay.value, 0u);
+  EXPECT_EQ(g.persistence.value, 1u);
+  // "Retired Pages: N/A" in nvidia-smi -q: not available with NVML's words, never 0.
+  EXPECT_FALSE(g.retired_sbe.available);
+  EXPECT_EQ(g.retired_sbe.why, "Not Supported");
+  EXPECT_FALSE(g.mig.available);
+  EXPECT_TRUE(g.nvlinks.empty());
+}
+
+TEST(GpuCounters, RetiredPagesAreCountedThroughTheSizeQuery) {
+  FakeNvml fake("retired_sbe=3;retired_dbe=0;retired_pending=1");
+  const GpuCounters g = FakeNvml::read().gpus.at(0);
+  EXPECT_TRUE(g.retired_sbe.available);
+  EXPECT_EQ(g.retired_sbe.value, 3u);
+  EXPECT_EQ(g.retired_dbe.value, 0u);
+  EXPECT_EQ(g.retired_pending.value, 1u);
+}
+
+TEST(GpuCounters, NvLinksWithTheirStateAndErrors) {
+  FakeNvml fake("nvlinks=18;link_down=7;link_crc_flit=2;link_replay3=5");
+  const GpuCounters g = FakeNvml::read().gpus.at(0);
+  ASSERT_EQ(g.nvlinks.size(), 18u);
+  EXPECT_FALSE(g.nvlinks[7].active);
+  EXPECT_TRUE(g.nvlinks[0].active);
+  EXPECT_EQ(g.nvlinks[0].crc_flit.value, 2u);
+  EXPECT_EQ(g.nvlinks[3].replay.value, 5u);
+  EXPECT_EQ(g.nvlinks[4].replay.value, 0u);
+}
+
+TEST(GpuCounters, WhatNvmlRefusesCarriesItsReason) {
+  {
+    FakeNvml fake("init=e:4");
+    const CountersRead r = FakeNvml::read();
+    EXPECT_EQ(r.unavailable, "NVML did not start: Insufficient Permissions");
+    EXPECT_TRUE(r.gpus.empty());
+  }
+  {
+    FakeNvml fake("handle=e:15");
+    EXPECT_EQ(FakeNvml::read().gpus.at(0).unavailable, "GPU is lost");
+  }
+  {
+    FakeNvml fake("replay=e:3;remap=e:4");
+    const GpuCounters g = FakeNvml::read().gpus.at(0);
+    EXPECT_EQ(g.pcie_replay.why, "Not Supported");
+    EXPECT_EQ(g.remap_failure.why, "Insufficient Permissions");
+    EXPECT_FALSE(g.remap_correctable.available);
+  }
+  const CountersRead none = read_gpu_counters({"0000:3b:00.0"}, "/nonexistent/libnvidia-ml.so.1");
+  EXPECT_NE(none.unavailable.find("NVML could not be loaded"), std::string::npos);
+}
+
+// --- the rules ---
+
+topo::Gpu h100() {
+  topo::Gpu g;
+  g.index = 0;
+  g.bdf = "0000:91:00.0";  // the GPU that fell off the bus in public_xid_lines.txt
+  g.name = "NVIDIA H100 80GB HBM3";
+  g.sm = 90;
+  g.pcie = {5, 16, 5, 16, 5, 16};
+  return g;
+}
+
+GpuCounters counters(const std::string& answers) {
+  FakeNvml fake(answers);
+  return FakeNvml::read().gpus.at(0);
+}
+
+const Check& area(const std::vector<Check>& checks, const std::string& a) {
+  for (const Check& c : checks)
+    if (c.area == a) return c;
+  static const Check none{"none", -1, "none", Severity::kPass, "no such check", ""};
+  ADD_FAILURE() << "no check " << a;
+  return none;
+}
+
+TEST(DoctorRules, AHealthyH100PassesWhatItCanReadAndSaysWhatItCannot) {
+  const GpuCounters before = counters("");
+  const GpuCounters after = counters("");
+  const std::vector<Check> c =
+      reports::doctor::judge_counters(h100(), before, &after, 20, Thresholds{});
+  EXPECT_EQ(area(c, "ECC").severity, Severity::kPass);
+  EXPECT_EQ(area(c, "memory repair").severity, Severity::kPass);
+  EXPECT_NE(area(c, "memory repair").evidence.find("page retirement: Not Supported"),
+            std::string::npos);
+  EXPECT_EQ(area(c, "PCIe replay").severity, Severity::kPass);
+  EXPECT_EQ(area(c, "PCIe replay").evidence,
+            "0 replays during doctor's 20 s of traffic (at most 11 expected at Gen5 x16), 0 since "
+            "the driver loaded");
+  EXPECT_EQ(area(c, "clocks").severity, Severity::kPass);
+  EXPECT_EQ(area(c, "modes").severity, Severity::kPass);
+  for (const Check& x : c)
+    EXPECT_NE(x.area, "NVLink state");  // no NVLink: no line about it
+}
+
+TEST(DoctorRules, MemoryFaultsFailAndPendingRepairsWarn) {
+  const Thresholds t;
+  const auto severity = [&](const std::string& answers, const std::string& a) {
+    const GpuCounters g = counters(answers);
+    return area(reports::doctor::judge_counters(h100(), g, &g, 20, t), a).severity;
+  };
+  EXPECT_EQ(severity("ecc_vol_unc=1", "ECC"), Severity::kFail);
+  EXPECT_EQ(severity("ecc_agg_unc=4", "ECC"), Severity::kPass);  // DCGM judges volatile only
+  EXPECT_EQ(severity("ecc_mode=0", "ECC"), Severity::kWarn);
+  EXPECT_EQ(severity("ecc_mode=e:3", "ECC"), Severity::kUnavailable);
+  EXPECT_EQ(severity("remap_failed=1", "memory repair"), Severity::kFail);
+  EXPECT_EQ(severity("remap_pending=1", "memory repair"), Severity::kWarn);
+  EXPECT_EQ(severity("remap_unc=511", "memory repair"), Severity::kPass);
+  EXPECT_EQ(severity("remap_unc=512", "memory repair"), Severity::kWarn);
+  EXPECT_EQ(severity("remap=e:3;retired_sbe=40;retired_dbe=23", "memory repair"), Severity::kFail);
+  EXPECT_EQ(severity("remap=e:3;retired_sbe=40;retired_dbe=22", "memory repair"), Severity::kPass);
+  EXPECT_EQ(severity("remap=e:3", "memory repair"), Severity::kUnavailable);
+  EXPECT_EQ(severity("clocks=65", "clocks"), Severity::kWarn);  // idle + HW thermal slowdown
+  EXPECT_EQ(severity("clocks=5", "clocks"), Severity::kPass);   // idle + SW power cap
+  EXPECT_EQ(severity("persistence=0", "modes"), Severity::kWarn);
+  EXPECT_EQ(severity("mig=1", "modes"), Severity::kWarn);
+}
+
+TEST(DoctorRules, PcieReplaysAreJudgedByTheirGrowthDuringTheRun) {
+  const Thresholds t;
+  const GpuCounters before = counters("replay=1000");
+  // 20 s at Gen5 x16: DCGM's 1.92 per lane-minute allows ceil(1.92 x 16 / 3) = 11.
+  const GpuCounters eleven = counters("replay=1011");
+  const GpuCounters twelve = counters("replay=1012");
+  EXPECT_EQ(
+      area(reports::doctor::judge_counters(h100(), before, &eleven, 20, t), "PCIe replay").severity,
+      Severity::kPass);
+  const Check warn =
+      area(reports::doctor::judge_counters(h100(), before, &twelve, 20, t), "PCIe replay");
+  EXPECT_EQ(warn.severity, Severity::kWarn);
+  EXPECT_NE(warn.advice.find("reseat"), std::string::npos);
+  // One reading only: a total since the driver loaded is no rate.
+  EXPECT_EQ(
+      area(reports::doctor::judge_counters(h100(), before, nullptr, 0, t), "PCIe replay").severity,
+      Severity::kUnavailable);
+  // A Gen4 x8 link is allowed fewer.
+  topo::Gpu slow = h100();
+  slow.pcie = {4, 8, 4, 8, 4, 8};
+  const GpuCounters six = counters("replay=1006");
+  EXPECT_EQ(
+      area(reports::doctor::judge_counters(slow, before, &six, 20, t), "PCIe replay").severity,
+      Severity::kWarn);  // ceil(0.96 x 8 / 3) = 3
+}
+
+TEST(DoctorRules, NvLinkReplaysFailCrcErrorsWarnAndADownLinkIsNamed) {
+  const Thresholds t;
+  const GpuCounters before = counters("nvlinks=18");
+  const auto judged = [&](const std::string& after_answers) {
+    const GpuCounters after = counters(after_answers);
+    return reports::doctor::judge_counters(h100(), before, &after, 10, t);
+  };
+  EXPECT_EQ(area(judged("nvlinks=18"), "NVLink errors").severity, Severity::kPass);
+  EXPECT_EQ(area(judged("nvlinks=18"), "NVLink state").evidence, "18 of 18 links active");
+  EXPECT_EQ(area(judged("nvlinks=18;link_crc_flit5=3"), "NVLink errors").severity, Severity::kWarn);
+  EXPECT_EQ(area(judged("nvlinks=18;link_crc_data5=1000"), "NVLink errors").severity,
+            Severity::kFail);  // 100 per second over 10 s
+  const Check replay = area(judged("nvlinks=18;link_replay3=1"), "NVLink errors");
+  EXPECT_EQ(replay.severity, Severity::kFail);
+  EXPECT_NE(replay.evidence.find("link 3: 0 CRC (0.0/s), 1 replays"), std::string::npos)
+      << replay.evidence;
+  EXPECT_EQ(area(judged("nvlinks=18;link_recovery0=2"), "NVLink errors").severity, Severity::kFail);
+  const Check down = area(judged("nvlinks=18;link_down=7"), "NVLink state");
+  EXPECT_EQ(down.severity, Severity::kWarn);
+  EXPECT_EQ(down.evidence, "17 of 18 links active; down: 7");
+  EXPECT_EQ(area(judged("nvlinks=18;link_crc_flit=e:3;link_crc_data=e:3;link_replay=e:3;"
+                        "link_recovery=e:3"),
+                 "NVLink errors")
+                .severity,
+            Severity::kUnavailable);
+}
+
+commtool::doctor::Evidence evidence_with_log(const std::string& log) {
+  commtool::doctor::Evidence e;
+  e.topology.source = "test";
+  e.topology.gpus = {h100()};
+  topo::Gpu other = h100();
+  other.index = 1;
+  other.bdf = "0000:cb:00.0";  // Xid 13 x3 then 109 in the fixture
+  e.topology.gpus.push_back(other);
+  topo::Gpu clean = h100();
+  clean.index = 2;
+  clean.bdf = "0000:17:00.0";
+  e.topology.gpus.push_back(clean);
+  e.kernel_log_read = true;
+  e.kernel_log_source = "public_xid_lines.txt";
+  e.kernel_log = scan_kernel_log(log);
+  return e;
+}
+
+TEST(DoctorRules, RealXidLinesGiveEachGpuItsVerdictAndNvidiasAction) {
+  const std::vector<Check> c =
+      reports::doctor::judge_kernel_log(evidence_with_log(fixture("public_xid_lines.txt")));
+  const auto of_gpu = [&](int gpu) {
+    for (const Check& x : c)
+      if (x.gpu == gpu) return x;
+    return Check{};
+  };
+  const Check fell = of_gpu(0);
+  EXPECT_EQ(fell.severity, Severity::kFail);
+  EXPECT_NE(fell.evidence.find("Xid 79 x1 (GPU has fallen off the bus (not reachable over PCIe), "
+                               "a PCIe error)"),
+            std::string::npos)
+      << fell.evidence;
+  EXPECT_NE(fell.advice.find("reboot the node"), std::string::npos);
+  const Check ctx = of_gpu(1);
+  EXPECT_EQ(ctx.severity, Severity::kFail);  // 109, after three application faults (13)
+  EXPECT_NE(ctx.evidence.find("Xid 13 x3"), std::string::npos);
+  EXPECT_NE(ctx.advice.find("Xid 109: reset the GPU"), std::string::npos) << ctx.advice;
+  EXPECT_EQ(ctx.advice.find("Xid 13"), std::string::npos);  // the lesser ones give no advice
+  EXPECT_EQ(of_gpu(2).severity, Severity::kPass);
+  EXPECT_NE(of_gpu(2).evidence.find("no Xid for this GPU in"), std::string::npos);
+  // The NVSwitches' fatal SXids and the GPUs no longer there are the node's.
+  bool nvswitch = false, elsewhere = false;
+  for (const Check& x : c) {
+    if (x.area == "NVSwitch") nvswitch = x.severity == Severity::kFail;
+    if (x.gpu == -1 && x.area == "Xid") elsewhere = x.severity == Severity::kFail;
+  }
+  EXPECT_TRUE(nvswitch);
+  EXPECT_TRUE(elsewhere);  // Xid 74, 149 of GPUs not in this topology
+}
+
+TEST(DoctorRules, ApplicationXidsLeaveTheGpuPassing) {
+  commtool::doctor::Evidence e = evidence_with_log(
+      "[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:91:00): 13, pid='<unknown>', "
+      "name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction\n");
+  const Check c = reports::doctor::judge_kernel_log(e).at(0);
+  EXPECT_EQ(c.gpu, 0);
+  EXPECT_EQ(c.severity, Severity::kPass);
+  EXPECT_NE(c.evidence.find("Xid 13 x1"), std::string::npos);
+}
+
+TEST(DoctorRules, AnUnreadableKernelLogIsNotAPass) {
+  commtool::doctor::Evidence e = evidence_with_log("");
+  e.kernel_log_read = false;
+  e.kernel_log_why = "/dev/kmsg: Operation not permitted (kernel.dmesg_restrict=1)";
+  const std::vector<Check> c = reports::doctor::judge_kernel_log(e);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].severity, Severity::kUnavailable);
+  EXPECT_NE(c[0].advice.find("--kernel-log"), std::string::npos);
+}
+
+TEST(DoctorVerdict, TheWorstCheckDecidesAndNotAvailableNeverPasses) {
+  commtool::doctor::Evidence e = evidence_with_log("");
+  e.counters_before.unavailable = "NVML could not be loaded (libnvidia-ml.so.1: cannot open)";
+  reports::doctor::Verdict v = reports::doctor::judge(e);
+  EXPECT_EQ(v.overall, Severity::kPass);
+  EXPECT_GE(v.count(Severity::kUnavailable), 1);
+  EXPECT_EQ(reports::doctor::exit_code(e, v), 0);
+  const std::string text = reports::doctor::render_doctor_text(e, v);
+  EXPECT_EQ(text.rfind("commtool doctor: PASS", 0), 0u) << text;
+  EXPECT_NE(text.find("Not available (never counted as a pass)"), std::string::npos);
+
+  e = evidence_with_log(fixture("public_xid_lines.txt"));
+  e.allreduce_step = {true, "", false, ExitCode::kTimeout, "allreduce #3 did not complete", 5};
+  v = reports::doctor::judge(e);
+  EXPECT_EQ(v.overall, Severity::kFail);
+  EXPECT_EQ(reports::doctor::exit_code(e, v), reports::doctor::kExitFail);
+  const nlohmann::json j = reports::doctor::doctor_to_json(e, v);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["verdict"], "FAIL");
+  EXPECT_EQ(j["steps"]["allreduce"]["exit_code"], 5);
+  bool hung = false;
+  for (const auto& c : j["checks"])
+    hung = hung || (c["area"] == "all-reduce" && c["severity"] == "FAIL" &&
+                    c["advice"].get<std::string>().find("hung") != std::string::npos);
+  EXPECT_TRUE(hung) << j.dump(2);
+}
+
+TEST(DoctorVerdict, NoGpuIsExit3) {
+  commtool::doctor::Evidence e;
+  e.no_gpu = "no NVIDIA GPU found";
+  const reports::doctor::Verdict v = reports::doctor::judge(e);
+  EXPECT_EQ(v.overall, Severity::kFail);
+  EXPECT_EQ(reports::doctor::exit_code(e, v), 3);
+}
+
+}  // namespace
