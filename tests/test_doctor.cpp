@@ -14,6 +14,7 @@
 #include "probes/health/xid_catalog.hpp"
 #include "reports/doctor/doctor_checks.hpp"
 #include "reports/doctor/doctor_report.hpp"
+#include "reports/doctor/expected_figures.hpp"
 
 namespace {
 
@@ -320,6 +321,7 @@ TEST(DoctorRules, NvLinkReplaysFailCrcErrorsWarnAndADownLinkIsNamed) {
 commtool::doctor::Evidence evidence_with_log(const std::string& log) {
   commtool::doctor::Evidence e;
   e.topology.source = "test";
+  e.topology.in_vm = true;  // as on the GPU machine: one SXM GPU passed in, its NVLinks hidden
   e.topology.gpus = {h100()};
   topo::Gpu other = h100();
   other.index = 1;
@@ -420,6 +422,86 @@ TEST(DoctorVerdict, NoGpuIsExit3) {
   const reports::doctor::Verdict v = reports::doctor::judge(e);
   EXPECT_EQ(v.overall, Severity::kFail);
   EXPECT_EQ(reports::doctor::exit_code(e, v), 3);
+}
+
+}  // namespace
+
+namespace {
+
+using commtool::reports::doctor::figures_for;
+using commtool::reports::doctor::model_figures;
+
+TEST(ExpectedFigures, EveryRowSaysWhereItsFiguresComeFrom) {
+  ASSERT_GE(model_figures().size(), 7u);
+  for (const auto& m : model_figures()) {
+    EXPECT_NE(m.pcie_source, "") << m.model;
+    EXPECT_NE(m.nvlink_source, "") << m.model;
+    EXPECT_NE(m.allreduce_source, "") << m.model;
+    if (m.allreduce_busbw_8 == 0) {
+      EXPECT_EQ(m.allreduce_source.rfind("not given", 0), 0u) << m.model;
+    }
+    EXPECT_LE(m.allreduce_busbw_8, 1.1 * 2 * m.nvlink_gbps_per_direction) << m.model;
+  }
+}
+
+TEST(ExpectedFigures, NvmlNamesFindTheirModelPcieFormsBeforeTheirSxmKin) {
+  EXPECT_EQ(figures_for("NVIDIA H100 80GB HBM3")->model, "H100 SXM");
+  EXPECT_EQ(figures_for("NVIDIA H100 PCIe")->model, "H100 PCIe");
+  EXPECT_EQ(figures_for("NVIDIA H100 NVL")->model, "H100 NVL");
+  EXPECT_EQ(figures_for("NVIDIA H200")->model, "H200");
+  EXPECT_EQ(figures_for("NVIDIA H200 NVL")->model, "H200 NVL");
+  EXPECT_EQ(figures_for("NVIDIA A100-SXM4-80GB")->model, "A100 SXM4");
+  EXPECT_EQ(figures_for("NVIDIA B200")->model, "B200");
+  EXPECT_EQ(figures_for("NVIDIA L40S")->model, "L40S");
+  EXPECT_EQ(figures_for("Tesla T4"), nullptr);
+}
+
+TEST(DoctorRules, TheModelsLinkAndNvLinksAreCompared) {
+  topo::Gpu g = h100();
+  EXPECT_EQ(reports::doctor::judge_model(g, true).severity, Severity::kUnavailable);  // VM
+  const Check bare = reports::doctor::judge_model(g, false);
+  EXPECT_EQ(bare.severity, Severity::kWarn);
+  EXPECT_NE(bare.evidence.find("18 NVLinks expected"), std::string::npos) << bare.evidence;
+  for (int l = 0; l < 18; ++l)
+    g.nvlinks.push_back({l, true, 4, 4, topo::NvLinkPeer::kNvSwitch, ""});
+  EXPECT_EQ(reports::doctor::judge_model(g, false).severity, Severity::kPass);
+  g.pcie = {4, 16, 5, 16, 4, 16};  // a Gen4 slot under a Gen5 GPU
+  const Check slot = reports::doctor::judge_model(g, false);
+  EXPECT_EQ(slot.severity, Severity::kWarn);
+  EXPECT_NE(slot.evidence.find("can train at Gen4 x16"), std::string::npos) << slot.evidence;
+  g.name = "Tesla T4";
+  EXPECT_EQ(reports::doctor::judge_model(g, false).severity, Severity::kUnavailable);
+}
+
+commtool::doctor::Evidence eight_h100(uint64_t bytes, double busbw) {
+  commtool::doctor::Evidence e;
+  for (int i = 0; i < 8; ++i) {
+    topo::Gpu g = h100();
+    g.index = i;
+    e.topology.gpus.push_back(g);
+  }
+  e.allreduce_request.devices = {0, 1, 2, 3, 4, 5, 6, 7};
+  e.allreduce_step = {true, "", true, ExitCode::kOk, "", 3};
+  tracing::TraceReport r;
+  tracing::SizeRow row;
+  row.bytes = bytes;
+  row.busbw_gbps = busbw;
+  r.sizes = {row};
+  e.allreduce = r;
+  return e;
+}
+
+TEST(DoctorRules, EightGpusAllReduceIsSetBesideTheirModelsFigureAtLargeSizes) {
+  const Check low = reports::doctor::judge_allreduce(eight_h100(1ull << 30, 300)).at(0);
+  EXPECT_EQ(low.severity, Severity::kWarn);
+  EXPECT_NE(low.evidence.find("LOW: 62% of the 480 GB/s of 8 H100 SXM"), std::string::npos)
+      << low.evidence;
+  const Check fine = reports::doctor::judge_allreduce(eight_h100(1ull << 30, 400)).at(0);
+  EXPECT_EQ(fine.severity, Severity::kPass);
+  EXPECT_NE(fine.evidence.find("83% of the 480 GB/s"), std::string::npos) << fine.evidence;
+  const Check small = reports::doctor::judge_allreduce(eight_h100(64ull << 20, 100)).at(0);
+  EXPECT_EQ(small.severity, Severity::kPass);
+  EXPECT_NE(small.evidence.find("--level long reaches it"), std::string::npos) << small.evidence;
 }
 
 }  // namespace

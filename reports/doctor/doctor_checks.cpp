@@ -10,6 +10,7 @@
 #include "probes/base/measure/byte_size.hpp"
 #include "probes/health/xid_catalog.hpp"
 #include "reports/doctor/doctor_rules.hpp"
+#include "reports/doctor/expected_figures.hpp"
 #include "reports/probe/probe_report.hpp"
 
 namespace commtool::reports::doctor {
@@ -178,6 +179,41 @@ std::vector<Check> judge_kernel_log(const Evidence& e) {
   return out;
 }
 
+Check judge_model(const topo::Gpu& g, bool in_vm) {
+  const ModelFigures* m = figures_for(g.name);
+  if (m == nullptr) {
+    return check(&g, "model", Severity::kUnavailable,
+                 fmt::format("'{}' is not in commtool's table of expected figures", g.name));
+  }
+  const int gen = g.pcie.attainable_gen(), width = g.pcie.attainable_width();
+  const int active = static_cast<int>(std::count_if(
+      g.nvlinks.begin(), g.nvlinks.end(), [](const topo::NvLink& l) { return l.active; }));
+  std::string evidence =
+      fmt::format("{}: PCIe Gen{} x{} expected ({}), the link can train at Gen{} x{}", m->model,
+                  m->pcie_gen, m->pcie_width, m->pcie_source, gen, width);
+  if (m->nvlinks > 0) {
+    evidence +=
+        fmt::format("; {} NVLinks expected ({}), {} active", m->nvlinks, m->nvlink_source, active);
+  }
+  if (gen > 0 && width > 0 && (gen < m->pcie_gen || width < m->pcie_width)) {
+    return check(&g, "model", Severity::kWarn, evidence,
+                 fmt::format("the slot, riser or BIOS holds GPU{}'s link below what a {} has: "
+                             "check the slot's generation setting in the BIOS and `commtool topo`",
+                             g.index, m->model));
+  }
+  if (m->nvlinks > 0 && active < m->nvlinks) {
+    if (active == 0 && in_vm) {
+      return check(&g, "model", Severity::kUnavailable,
+                   evidence + "; a VM that passes single GPUs shows none of their NVLinks");
+    }
+    return check(&g, "model", Severity::kWarn, evidence,
+                 fmt::format("GPU{} has fewer active NVLinks than a {}: nvidia-smi nvlink -s -i "
+                             "{}; a link down needs a GPU reset, then the vendor",
+                             g.index, m->model, g.index));
+  }
+  return check(&g, "model", Severity::kPass, evidence);
+}
+
 std::vector<Check> judge_probe(const Evidence& e) {
   if (!e.probe_step.ran) return {};
   if (!e.probe_step.ok) {
@@ -245,6 +281,30 @@ std::vector<Check> judge_allreduce(const Evidence& e) {
   if (e.ranks_share_gpu) {
     evidence += "; the ranks share one GPU: a check of NCCL and the GPU, not a link figure";
   }
+  const ModelFigures* model =
+      e.topology.gpus.empty() ? nullptr : figures_for(e.topology.gpus.front().name);
+  const bool one_model =
+      std::all_of(e.topology.gpus.begin(), e.topology.gpus.end(),
+                  [&](const topo::Gpu& g) { return figures_for(g.name) == model; });
+  if (model && one_model && model->allreduce_busbw_8 > 0 && ranks == 8 && !e.ranks_share_gpu) {
+    if (big.bytes < (1ull << 30)) {
+      evidence += fmt::format(
+          "; a {} node's figure ({:.0f} GB/s) is for 1 GiB and more: "
+          "--level long reaches it",
+          model->model, model->allreduce_busbw_8);
+    } else if (wrong == 0 && big.busbw_gbps < probe::kLowShare * model->allreduce_busbw_8) {
+      return {check(nullptr, "all-reduce", Severity::kWarn,
+                    fmt::format("{}; LOW: {:.0f}% of the {:.0f} GB/s of 8 {} ({})", evidence,
+                                100 * big.busbw_gbps / model->allreduce_busbw_8,
+                                model->allreduce_busbw_8, model->model, model->allreduce_source),
+                    "compare each GPU's NVLinks (the NVLink checks above) and run commtool "
+                    "diagnose allreduce to see which path NCCL takes")};
+    } else {
+      evidence += fmt::format("; {:.0f}% of the {:.0f} GB/s of 8 {}",
+                              100 * big.busbw_gbps / model->allreduce_busbw_8,
+                              model->allreduce_busbw_8, model->model);
+    }
+  }
   if (wrong > 0) {
     return {check(nullptr, "all-reduce", Severity::kFail,
                   fmt::format("{} wrong elements; {}", wrong, evidence),
@@ -294,6 +354,8 @@ Verdict judge(const Evidence& e) {
         per_gpu.push_back(std::move(c));
     }
   }
+  for (const topo::Gpu& g : e.topology.gpus)
+    per_gpu.push_back(judge_model(g, e.topology.in_vm));
   for (Check& c : judge_probe(e))
     per_gpu.push_back(std::move(c));
   // The node's checks first, then GPU by GPU, each in the order the rules gave.

@@ -40,6 +40,9 @@ std::vector<Check> judge_counters(const topo::Gpu& gpu, const health::GpuCounter
                                   const health::GpuCounters* after, double window_s,
                                   const health::Thresholds& t);
 std::vector<Check> judge_probe(const commtool::doctor::Evidence& e);
+// The GPU beside its model's row of expected_figures.hpp: the PCIe link it can train at and its
+// active NVLinks. `in_vm`: a VM that passes some GPUs hides the NVLinks of the others.
+Check judge_model(const topo::Gpu& gpu, bool in_vm);
 std::vector<Check> judge_allreduce(const commtool::doctor::Evidence& e);
 
 Verdict judge(const commtool::doctor::Evidence& e);
