@@ -46,6 +46,12 @@ std::vector<Field> fields() {
       std::string(kDcgm) + "DCGM_LIMIT_MAX_RETIRED_PAGES");
   add("remap_uncorrectable_warn", &Thresholds::remap_uncorrectable_warn,
       std::string(kDcgm) + "DCGM_LIMIT_MAX_ROW_REMAP_UNCORRECTABLE");
+  add("rdma_port_errors_warn", &Thresholds::rdma_port_errors_warn,
+      "commtool: any error an InfiniBand port counts (ibqueryerrors lists every non-zero one)");
+  add("aer_nonfatal_warn", &Thresholds::aer_nonfatal_warn,
+      "commtool: any non-fatal PCIe error the kernel's AER counted since boot");
+  add("aer_fatal_fail", &Thresholds::aer_fatal_fail,
+      "commtool: any fatal PCIe error the kernel's AER counted since boot");
   return out;
 }
 

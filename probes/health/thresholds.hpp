@@ -21,6 +21,9 @@ struct Thresholds {
   double ecc_volatile_uncorrected_fail = 1;  // uncorrected ECC errors since the driver loaded
   double retired_pages_fail = 63;            // pages retired (SBE + DBE) over the GPU's life
   double remap_uncorrectable_warn = 512;     // rows remapped for uncorrectable errors
+  double rdma_port_errors_warn = 1;          // any one RDMA port error counter (symbol errors, ...)
+  double aer_nonfatal_warn = 1;              // PCIe AER non-fatal errors since boot
+  double aer_fatal_fail = 1;                 // PCIe AER fatal errors since boot
 };
 
 struct ThresholdInfo {

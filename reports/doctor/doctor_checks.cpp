@@ -53,13 +53,14 @@ Check xid_check(const topo::Gpu* gpu, const std::vector<const health::XidEvent*>
     const health::XidInfo info = health::describe_xid(xid);
     const health::XidEvent& last = *list.back();
     const Severity s = weight_of(info);
-    evidence += fmt::format("{}Xid {} x{} ({}{}), last at line {}{}: {}",
-                            evidence.empty() ? "" : "; ", xid, list.size(), info.meaning,
-                            info.link != health::XidLink::kNone
-                                ? fmt::format(", a {} error", health::to_string(info.link))
-                                : "",
-                            last.line, last.when.empty() ? "" : " [" + last.when + "]",
-                            excerpt(last.detail, 100));
+    evidence += fmt::format(
+        "{}Xid {} x{} ({}{}), last at line {}{}: {}", evidence.empty() ? "" : "; ", xid,
+        list.size(), info.meaning,
+        info.link != health::XidLink::kNone
+            ? fmt::format(", {} {} error", info.link == health::XidLink::kNvLink ? "an" : "a",
+                          health::to_string(info.link))
+            : "",
+        last.line, last.when.empty() ? "" : " [" + last.when + "]", excerpt(last.detail, 100));
     if (s >= worst && s != Severity::kPass) {
       if (s > worst) advice.clear();
       worst = s;
@@ -148,26 +149,35 @@ std::vector<Check> judge_kernel_log(const Evidence& e) {
       unmatched.push_back(&ev);  // with --devices, the other GPUs are not examined
     }
   }
-  if (!unmatched.empty()) {
-    Check c = xid_check(nullptr, unmatched, source);
-    c.evidence =
-        fmt::format("for PCI {} (no GPU there now): ", unmatched.front()->pci) + c.evidence;
-    c.severity = std::max(c.severity, Severity::kWarn);  // a GPU that is gone is news
+  // Xids of addresses where no GPU is now, one check per address: a GPU that is gone is news.
+  std::map<std::string, std::vector<const health::XidEvent*>> by_pci;
+  for (const health::XidEvent* ev : unmatched)
+    by_pci[ev->pci].push_back(ev);
+  std::vector<Check> gone;
+  for (const auto& [pci, events] : by_pci) {
+    Check c = xid_check(nullptr, events, source);
+    c.subject = "PCI " + pci + " (no GPU there now)";
+    c.severity = std::max(c.severity, Severity::kWarn);
     if (c.advice.empty()) c.advice = "find which device that was (lspci; nvidia-smi -q)";
-    out.insert(out.begin(), c);
+    gone.push_back(std::move(c));
   }
+  out.insert(out.begin(), gone.begin(), gone.end());
   if (!sxids.empty()) {
-    bool fatal = false;
-    std::string evidence;
-    for (const health::XidEvent* s : sxids) {
-      const bool f = s->detail.find("Fatal") != std::string::npos &&
-                     s->detail.find("Non-fatal") == std::string::npos;
-      fatal = fatal || f;
+    // The first fatal one is the one to name; else the last.
+    const health::XidEvent* named = nullptr;
+    for (const health::XidEvent* x : sxids) {
+      if (x->detail.find("Fatal") != std::string::npos &&
+          x->detail.find("Non-fatal") == std::string::npos) {
+        named = x;
+        break;
+      }
     }
-    const health::XidEvent& last = *sxids.back();
-    evidence =
-        fmt::format("{} SXid(s) of NVSwitches, last SXid {} on {} at line {}: {} ({})",
-                    sxids.size(), last.xid, last.pci, last.line, excerpt(last.detail, 100), source);
+    const bool fatal = named != nullptr;
+    if (!named) named = sxids.back();
+    const std::string evidence =
+        fmt::format("{} SXid line(s) of NVSwitches; {} SXid {} on {} at line {}: {} ({})",
+                    sxids.size(), fatal ? "the first fatal:" : "the last:", named->xid, named->pci,
+                    named->line, excerpt(named->detail, 100), source);
     out.insert(out.begin(),
                check(nullptr, "NVSwitch", fatal ? Severity::kFail : Severity::kWarn, evidence,
                      fatal ? "a fatal NVSwitch error: contact support with the "
@@ -356,6 +366,17 @@ Verdict judge(const Evidence& e) {
   }
   for (const topo::Gpu& g : e.topology.gpus)
     per_gpu.push_back(judge_model(g, e.topology.in_vm));
+  for (const health::AerCounts& a : e.aer) {
+    const topo::Gpu* g = e.topology.find_gpu_by_bdf(a.bdf);
+    Check c = judge_aer(a, g, e.request.thresholds);
+    if (!g) {
+      for (const topo::Nic& n : e.topology.nics)
+        if (n.bdf == a.bdf) c.subject = fmt::format("NIC {} {}", n.name, n.bdf);
+    }
+    per_gpu.push_back(std::move(c));
+  }
+  for (const health::RdmaPort& p : e.rdma_ports)
+    per_gpu.push_back(judge_rdma_port(p, e.request.thresholds));
   for (Check& c : judge_probe(e))
     per_gpu.push_back(std::move(c));
   // The node's checks first, then GPU by GPU, each in the order the rules gave.

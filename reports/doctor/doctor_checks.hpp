@@ -9,6 +9,7 @@
 
 #include "probes/health/gpu_counters.hpp"
 #include "probes/health/kernel_log.hpp"
+#include "probes/health/sysfs_health.hpp"
 #include "probes/health/thresholds.hpp"
 #include "tracing/doctor/doctor_run.hpp"
 
@@ -44,6 +45,12 @@ std::vector<Check> judge_probe(const commtool::doctor::Evidence& e);
 // active NVLinks. `in_vm`: a VM that passes some GPUs hides the NVLinks of the others.
 Check judge_model(const topo::Gpu& gpu, bool in_vm);
 std::vector<Check> judge_allreduce(const commtool::doctor::Evidence& e);
+
+// An RDMA port: WARN when it is not active or counts errors (t.rdma_port_errors_warn).
+Check judge_rdma_port(const health::RdmaPort& port, const health::Thresholds& t);
+// A device's PCIe AER totals: FAIL at a fatal error, WARN at a non-fatal one. `gpu`: the GPU it
+// is, or nullptr for a NIC (the subject is then its bus id).
+Check judge_aer(const health::AerCounts& aer, const topo::Gpu* gpu, const health::Thresholds& t);
 
 Verdict judge(const commtool::doctor::Evidence& e);
 

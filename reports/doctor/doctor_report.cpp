@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <map>
+#include <algorithm>
+#include <utility>
+#include <vector>
 
 namespace commtool::reports::doctor {
 
@@ -88,14 +90,16 @@ std::string render_doctor_text(const Evidence& e, const Verdict& v) {
     }
   }
   if (!problems.empty()) out += "\nProblems\n" + problems;
-  // What passed, one line per subject: the areas, and the evidence of the figures worth seeing.
-  std::map<int, std::pair<std::string, std::string>> passed;  // gpu -> (subject, areas)
+  // What passed, one line per subject in the order of the checks: its areas, and the
+  // evidence of the figures worth seeing.
+  std::vector<std::pair<std::string, std::string>> passed;  // (subject, areas)
   std::string figures;
   for (const Check& c : v.checks) {
     if (c.severity != Severity::kPass) continue;
-    auto& [subject, areas] = passed[c.gpu];
-    subject = c.subject;
-    areas += (areas.empty() ? "" : ", ") + c.area;
+    auto it = std::find_if(passed.begin(), passed.end(),
+                           [&](const auto& p) { return p.first == c.subject; });
+    if (it == passed.end()) it = passed.insert(passed.end(), {c.subject, ""});
+    it->second += (it->second.empty() ? "" : ", ") + c.area;
     if (c.area == "all-reduce" || c.area == "H2D" || c.area == "D2H" ||
         c.area.rfind("P2P", 0) == 0) {
       figures += fmt::format("  {}  {}: {}\n", c.subject, c.area, c.evidence);
@@ -103,8 +107,8 @@ std::string render_doctor_text(const Evidence& e, const Verdict& v) {
   }
   if (!passed.empty()) {
     out += "\nPassed\n";
-    for (const auto& [gpu, p] : passed)
-      out += fmt::format("  {}: {}\n", p.first, p.second);
+    for (const auto& [subject, areas] : passed)
+      out += fmt::format("  {}: {}\n", subject, areas);
   }
   if (!figures.empty()) out += "\nMeasured\n" + figures;
   std::string unavailable;

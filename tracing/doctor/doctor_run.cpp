@@ -173,6 +173,15 @@ Evidence gather(const Request& request) {
     } else if (std::optional<std::string> why = topo::unusable_driver(e.topology)) {
       e.no_gpu = *why;
     }
+    watchdog.stage("sysfs");
+    std::vector<std::string> rdma;
+    for (const topo::Nic& n : e.topology.nics)
+      if (topo::is_rdma(n.kind)) rdma.push_back(n.name);
+    e.rdma_ports = health::read_rdma_ports(rdma);
+    for (const topo::Gpu& g : e.topology.gpus)
+      e.aer.push_back(health::read_aer(g.bdf));
+    for (const topo::Nic& n : e.topology.nics)
+      if (!n.bdf.empty()) e.aer.push_back(health::read_aer(n.bdf));
     step("counters");
     watchdog.stage("nvml", true);
     if (!e.topology.gpus.empty()) {

@@ -14,6 +14,7 @@
 #include "probes/base/error.hpp"
 #include "probes/health/gpu_counters.hpp"
 #include "probes/health/kernel_log.hpp"
+#include "probes/health/sysfs_health.hpp"
 #include "probes/health/thresholds.hpp"
 #include "probes/topo/classify.hpp"
 #include "tracing/trace/trace_analysis.hpp"
@@ -63,6 +64,9 @@ struct Evidence {
   health::CountersRead counters_before;  // before the probe and the all-reduce
   health::CountersRead counters_after;   // after them: the difference is what the load caused
   double counter_window_s = 0;
+
+  std::vector<health::RdmaPort> rdma_ports;  // every port of every RDMA NIC topo found
+  std::vector<health::AerCounts> aer;        // each GPU's, then each NIC's with a bus id
 
   bool kernel_log_read = false;
   std::string kernel_log_source;  // "/dev/kmsg" or the file given
