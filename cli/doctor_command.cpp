@@ -7,6 +7,7 @@
 #include "probes/base/error.hpp"
 #include "probes/base/output_file.hpp"
 #include "probes/health/thresholds.hpp"
+#include "reports/doctor/baseline.hpp"
 #include "reports/doctor/doctor_report.hpp"
 #include "tracing/doctor/doctor_run.hpp"
 
@@ -18,6 +19,7 @@ struct DoctorOptions {
   std::string level = "quick";
   std::string thresholds;
   std::string kernel_log;
+  std::string baseline;
 };
 
 int run_doctor(const GlobalOptions& global, const DoctorOptions& o) {
@@ -28,10 +30,13 @@ int run_doctor(const GlobalOptions& global, const DoctorOptions& o) {
                                   doctor::kLevelNames));
   }
   q.level = *level;
-  files::check_distinct({{"--output", global.output}},
-                        {{"--thresholds", o.thresholds}, {"--kernel-log", o.kernel_log}});
+  files::check_distinct(
+      {{"--output", global.output}},
+      {{"--thresholds", o.thresholds}, {"--kernel-log", o.kernel_log}, {"--baseline", o.baseline}});
   if (!global.output.empty()) files::check_writable(global.output, "--output");
   if (!o.thresholds.empty()) q.thresholds = health::load_thresholds(o.thresholds);
+  std::optional<reports::doctor::Baseline> baseline;
+  if (!o.baseline.empty()) baseline = reports::doctor::load_baseline(o.baseline);
   q.kernel_log = o.kernel_log;
   q.timeout_s = global.timeout_s;
   q.devices = global.device_indices;
@@ -39,7 +44,8 @@ int run_doctor(const GlobalOptions& global, const DoctorOptions& o) {
     q.on_step = [](const char* step) { std::cerr << "doctor: " << step << "\n"; };
   }
   const doctor::Evidence evidence = doctor::gather(q);
-  const reports::doctor::Verdict verdict = reports::doctor::judge(evidence);
+  reports::doctor::Verdict verdict = reports::doctor::judge(evidence);
+  if (baseline) reports::doctor::compare_with_baseline(verdict, *baseline);
   emit(global, global.json ? reports::doctor::doctor_to_json(evidence, verdict).dump(2) + "\n"
                            : reports::doctor::render_doctor_text(evidence, verdict));
   return reports::doctor::exit_code(evidence, verdict);
@@ -71,6 +77,11 @@ Runner register_doctor(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--kernel-log", o->kernel_log,
                   "Read Xids from this saved kernel log (dmesg, dmesg -T, journalctl -k, "
                   "/dev/kmsg records) instead of the live /dev/kmsg")
+      ->check(non_empty_path())
+      ->type_name("FILE");
+  cmd->add_option("--baseline", o->baseline,
+                  "Set each figure beside the same one in this doctor --json of a good node (same "
+                  "GPU, size and ranks): under 90% of it is a WARN")
       ->check(non_empty_path())
       ->type_name("FILE");
   return [&global, o] { return run_doctor(global, *o); };

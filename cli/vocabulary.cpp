@@ -80,6 +80,7 @@ constexpr Term kTerms[] = {
     {"--level", "", "how long doctor may take: quick, standard, long"},
     {"--thresholds", "", "a file of limits doctor judges the counters by"},
     {"--kernel-log", "", "a saved kernel log doctor reads Xids from"},
+    {"--baseline", "", "a good node's doctor --json to compare with"},
 };
 
 const std::vector<ElementType>& types() {

@@ -84,3 +84,13 @@ TEST(CliDoctor, HelpStatesEachLevelAndTheExitCodes) {
   for (const char* s : {"quick:", "standard:", "long:", "Exit 0 all passed, 6 a WARN, 7 a FAIL"})
     EXPECT_TRUE(contains(flat, s)) << s << "\n" << r.out;
 }
+
+TEST(CliDoctor, ABaselineThatIsNoDoctorJsonIsExit2BeforeAnythingRuns) {
+  TempDir dir;
+  const std::string file = (dir.path / "good.json").string();
+  std::ofstream(file) << "{\"command\": \"topo\", \"schema_version\": 1}";
+  const Result r = run("doctor --baseline " + file);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "not a doctor --json document (command \"topo\")")) << r.out;
+  EXPECT_FALSE(contains(r.out, "commtool doctor:")) << r.out;  // no page: nothing was examined
+}

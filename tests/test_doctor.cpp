@@ -17,6 +17,7 @@
 #include "probes/health/gpu_counters.hpp"
 #include "probes/health/thresholds.hpp"
 #include "probes/health/xid_catalog.hpp"
+#include "reports/doctor/baseline.hpp"
 #include "reports/doctor/doctor_checks.hpp"
 #include "reports/doctor/doctor_report.hpp"
 #include "reports/doctor/expected_figures.hpp"
@@ -616,6 +617,91 @@ TEST(DoctorPage, ProblemsFirstThenOnePassLinePerSubject) {
   // Every FAIL comes before every WARN.
   EXPECT_LT(text.rfind("  FAIL  "), text.find("  WARN  ")) << text;
   if (std::getenv("COMMTOOL_SHOW_PAGE")) std::cout << text;
+}
+
+}  // namespace
+
+namespace {
+
+using commtool::reports::doctor::Baseline;
+using commtool::reports::doctor::compare_with_baseline;
+using commtool::reports::doctor::parse_baseline;
+
+// A one-GPU node's evidence with an H2D copy and an all-reduce measured.
+commtool::doctor::Evidence measured(double h2d, double busbw) {
+  commtool::doctor::Evidence e = eight_h100(64ull << 20, busbw);
+  e.topology.gpus.resize(1);
+  e.topology.in_vm = true;
+  e.allreduce_request.devices = {0, 0};
+  e.ranks_share_gpu = true;
+  probe::ProbeReport p;
+  probe::Measurement m =
+      probe::make_measurement("h2d", "H2D", probe::Engine::kCopyEngine, probe::kHost, 0, false,
+                              64ull << 20, 5, "GB/s", {h2d, h2d, h2d});
+  m.expected = 57.2;
+  m.expected_basis = "PCIe Gen5 x16 payload";
+  p.measurements = {m};
+  e.probe = p;
+  e.probe_step = {true, "", true, ExitCode::kOk, "", 1};
+  return e;
+}
+
+TEST(DoctorBaseline, AGoodNodesJsonIsTheBarForTheSameFigures) {
+  const commtool::doctor::Evidence good = measured(55, 100);
+  const std::string saved =
+      reports::doctor::doctor_to_json(good, reports::doctor::judge(good)).dump(2);
+  const Baseline b = parse_baseline(saved, "good.json");
+  ASSERT_EQ(b.figures.size(), 2u);
+
+  commtool::doctor::Evidence slow = measured(48, 100);  // 87% of the good node's H2D
+  reports::doctor::Verdict v = reports::doctor::judge(slow);
+  ASSERT_EQ(v.overall, Severity::kPass);  // 84% of the link's rate: probe's own rule passes it
+  compare_with_baseline(v, b);
+  EXPECT_EQ(v.overall, Severity::kWarn);
+  bool low = false, same = false;
+  for (const Check& c : v.checks) {
+    if (c.area == "H2D") {
+      low = c.severity == Severity::kWarn &&
+            c.evidence.find("LOW against the baseline") != std::string::npos &&
+            c.evidence.find("87% of its 55.0 GB/s") != std::string::npos;
+    }
+    if (c.area == "all-reduce") {
+      same = c.severity == Severity::kPass &&
+             c.evidence.find("100% of the baseline") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(low);
+  EXPECT_TRUE(same);
+  // Another size is another figure: not compared.
+  commtool::doctor::Evidence other = measured(20, 10);
+  other.probe->measurements[0].bytes = 256ull << 20;
+  other.allreduce->sizes[0].bytes = 256ull << 20;
+  reports::doctor::Verdict w = reports::doctor::judge(other);
+  const Severity before = w.overall;
+  compare_with_baseline(w, b);
+  EXPECT_EQ(w.overall, before);
+}
+
+TEST(DoctorBaseline, AFileThatIsNoDoctorJsonIsExit2NamingTheField) {
+  const auto error_of = [](const std::string& text) {
+    try {
+      parse_baseline(text, "good.json");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kUsage);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of("{\"command\": \"probe\", \"schema_version\": 1}"),
+            "good.json: not a doctor --json document (command \"probe\")");
+  EXPECT_EQ(error_of("{\"command\": \"doctor\", \"schema_version\": 2, \"checks\": []}"),
+            "good.json: schema_version 2: this commtool reads 1");
+  EXPECT_EQ(error_of("{\"command\": \"doctor\", \"schema_version\": 1, \"checks\": [{\"area\": "
+                     "\"H2D\", \"gpu\": 0, \"figure\": {\"gbps\": \"fast\", \"bytes\": 1}}]}"),
+            "good.json: checks[0].figure.gbps: not a non-negative number");
+  EXPECT_NE(error_of("[1, 2").find("good.json: not JSON"), std::string::npos);
+  EXPECT_EQ(error_of("{\"command\": \"doctor\", \"schema_version\": 1, \"checks\": []}"),
+            "no error");
 }
 
 }  // namespace

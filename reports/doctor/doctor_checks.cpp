@@ -247,19 +247,20 @@ std::vector<Check> judge_probe(const Evidence& e) {
       evidence +=
           fmt::format(", {:.0f}% of {:.1f} GB/s ({})", v.percent, m.expected, m.expected_basis);
     }
+    Check c;
     if (v.low) {
-      out.push_back(check(g, area, Severity::kWarn, evidence, verdict_advice(m)));
+      c = check(g, area, Severity::kWarn, evidence, verdict_advice(m));
     } else if (v.above) {
-      out.push_back(check(g, area, Severity::kUnavailable,
-                          evidence + ": above what commtool expects of this link, so it cannot "
-                                     "judge it",
-                          verdict_advice(m)));
+      c = check(g, area, Severity::kUnavailable,
+                evidence + ": above what commtool expects of this link, so it cannot judge it",
+                verdict_advice(m));
     } else if (v.percent == 0) {
-      out.push_back(
-          check(g, area, Severity::kUnavailable, evidence + "; no expectation for this link"));
+      c = check(g, area, Severity::kUnavailable, evidence + "; no expectation for this link");
     } else {
-      out.push_back(check(g, area, Severity::kPass, evidence));
+      c = check(g, area, Severity::kPass, evidence);
     }
+    c.figure = Figure{m.summary.median, m.bytes, 0};
+    out.push_back(std::move(c));
   }
   return out;
 }
@@ -282,6 +283,11 @@ std::vector<Check> judge_allreduce(const Evidence& e) {
     return {check(nullptr, "all-reduce", Severity::kUnavailable, "no size was measured")};
   }
   const tracing::SizeRow& big = r.sizes.back();
+  const Figure figure{big.busbw_gbps, big.bytes, static_cast<int>(ranks)};
+  const auto with_figure = [&](Check c) {
+    c.figure = figure;
+    return std::vector<Check>{std::move(c)};
+  };
   std::string evidence = fmt::format(
       "NCCL {} all-reduce, {} sizes {}-{}, {} ranks, every result checked: busbw {:.1f} GB/s at "
       "{} (NCCL chose {})",
@@ -303,12 +309,13 @@ std::vector<Check> judge_allreduce(const Evidence& e) {
           "--level long reaches it",
           model->model, model->allreduce_busbw_8);
     } else if (wrong == 0 && big.busbw_gbps < probe::kLowShare * model->allreduce_busbw_8) {
-      return {check(nullptr, "all-reduce", Severity::kWarn,
-                    fmt::format("{}; LOW: {:.0f}% of the {:.0f} GB/s of 8 {} ({})", evidence,
-                                100 * big.busbw_gbps / model->allreduce_busbw_8,
-                                model->allreduce_busbw_8, model->model, model->allreduce_source),
-                    "compare each GPU's NVLinks (the NVLink checks above) and run commtool "
-                    "diagnose allreduce to see which path NCCL takes")};
+      return with_figure(
+          check(nullptr, "all-reduce", Severity::kWarn,
+                fmt::format("{}; LOW: {:.0f}% of the {:.0f} GB/s of 8 {} ({})", evidence,
+                            100 * big.busbw_gbps / model->allreduce_busbw_8,
+                            model->allreduce_busbw_8, model->model, model->allreduce_source),
+                "compare each GPU's NVLinks (the NVLink checks above) and run commtool "
+                "diagnose allreduce to see which path NCCL takes"));
     } else {
       evidence += fmt::format("; {:.0f}% of the {:.0f} GB/s of 8 {}",
                               100 * big.busbw_gbps / model->allreduce_busbw_8,
@@ -320,7 +327,7 @@ std::vector<Check> judge_allreduce(const Evidence& e) {
                   fmt::format("{} wrong elements; {}", wrong, evidence),
                   step_failure_advice(ExitCode::kVerification, "all-reduce"))};
   }
-  return {check(nullptr, "all-reduce", Severity::kPass, evidence)};
+  return with_figure(check(nullptr, "all-reduce", Severity::kPass, evidence));
 }
 
 Verdict judge(const Evidence& e) {

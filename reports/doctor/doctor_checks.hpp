@@ -4,6 +4,8 @@
 // lines, sysfs captures).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,13 +21,21 @@ namespace commtool::reports::doctor {
 enum class Severity { kPass, kUnavailable, kWarn, kFail };
 const char* to_string(Severity s);  // "PASS", "n/a", "WARN", "FAIL"
 
+// A measured figure a check rests on, for a baseline to be compared with (baseline.hpp).
+struct Figure {
+  double value = 0;    // GB/s
+  uint64_t bytes = 0;  // per copy, or the all-reduce's size
+  int ranks = 0;       // the all-reduce's; 0 for a copy
+};
+
 struct Check {
   std::string subject;  // "GPU0 0000:3b:00.0", "node"
   int gpu = -1;         // the GPU's index, -1 for the node
   std::string area;     // "Xid", "ECC", "memory repair", "PCIe replay", "NVLink", ...
   Severity severity = Severity::kPass;
-  std::string evidence;  // the values read, and where from
-  std::string advice;    // what to do (FAIL, WARN; for n/a what would let commtool read it)
+  std::string evidence;          // the values read, and where from
+  std::string advice;            // what to do (FAIL, WARN; for n/a what would let commtool read it)
+  std::optional<Figure> figure;  // a measured figure, when the check rests on one
 };
 
 struct Verdict {

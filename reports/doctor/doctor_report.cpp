@@ -135,6 +135,10 @@ json doctor_to_json(const Evidence& e, const Verdict& v) {
            {"evidence", c.evidence}};
     if (c.gpu >= 0) j["gpu"] = c.gpu;
     if (!c.advice.empty()) j["advice"] = c.advice;
+    if (c.figure) {
+      j["figure"] = {{"gbps", c.figure->value}, {"bytes", c.figure->bytes}};
+      if (c.figure->ranks > 0) j["figure"]["ranks"] = c.figure->ranks;
+    }
     checks.push_back(j);
   }
   json counters = json::array();
