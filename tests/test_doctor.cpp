@@ -705,3 +705,34 @@ TEST(DoctorBaseline, AFileThatIsNoDoctorJsonIsExit2NamingTheField) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(DoctorVerdict, TheSearchByHalvesNamesTheGpuAtFault) {
+  commtool::doctor::Evidence e = eight_h100(64ull << 20, 0);
+  e.allreduce_step = {true, "", false, ExitCode::kTimeout, "allreduce #3 did not complete", 10};
+  e.allreduce.reset();
+  commtool::doctor::Isolation iso;
+  iso.runs = 6;
+  iso.log = {"GPUs 0-3: 400.0 GB/s", "GPUs 4-7: failed: hung"};
+  iso.suspects = {{{5}, false, "bad beside GPU 7 where GPU 4 is not"},
+                  {{2, 3}, true, "each is fine beside GPU 0; together they are bad"}};
+  e.isolation = iso;
+  const reports::doctor::Verdict v = reports::doctor::judge(e);
+  int named = 0;
+  for (const Check& c : v.checks) {
+    if (c.area != "isolation") continue;
+    ++named;
+    EXPECT_EQ(c.severity, Severity::kFail);
+    if (c.gpu == 5) {
+      EXPECT_NE(c.evidence.find("slows GPU5: bad beside GPU 7"), std::string::npos) << c.evidence;
+      EXPECT_NE(c.advice.find("nvidia-smi -r -i 5"), std::string::npos);
+    } else {
+      EXPECT_NE(c.evidence.find("between GPU 2 and GPU 3"), std::string::npos) << c.evidence;
+      EXPECT_NE(c.advice.find("--devices 2,3"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(named, 2);
+}
+
+}  // namespace

@@ -1,6 +1,7 @@
 #include "reports/doctor/doctor_checks.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -394,6 +395,27 @@ Verdict judge(const Evidence& e) {
   std::stable_sort(v.checks.begin(), v.checks.end(),
                    [](const Check& a, const Check& b) { return a.gpu < b.gpu; });
 
+  if (e.isolation) {
+    for (const commtool::doctor::Suspect& s : e.isolation->suspects) {
+      const std::string who =
+          s.between ? fmt::format("between GPU {} and GPU {}", s.gpus.front(), s.gpus.back())
+                    : fmt::format("GPU{}", fmt::join(s.gpus, ", GPU"));
+      Check c =
+          check(s.gpus.size() == 1 ? gpu_at(e.topology, s.gpus[0]) : nullptr, "isolation",
+                Severity::kFail,
+                fmt::format("the all-reduce fails or slows {}: {} ({} runs by halves: {})", who,
+                            s.evidence, e.isolation->runs, fmt::join(e.isolation->log, "; ")),
+                s.between ? fmt::format("check the path between them: nvidia-smi nvlink -s "
+                                        "-i {}, commtool probe --p2p --devices {},{}",
+                                        s.gpus.front(), s.gpus.front(), s.gpus.back())
+                          : fmt::format("take GPU{} out of the job and look at its Xid and "
+                                        "counter checks above; reset it (nvidia-smi -r -i "
+                                        "{})",
+                                        s.gpus.front(), s.gpus.front()));
+      v.checks.push_back(std::move(c));
+    }
+  }
+  if (!e.isolation_skipped.empty()) v.skipped.push_back("isolation: " + e.isolation_skipped);
   if (!e.probe_step.skipped.empty()) v.skipped.push_back("probe: " + e.probe_step.skipped);
   if (!e.allreduce_step.skipped.empty())
     v.skipped.push_back("all-reduce: " + e.allreduce_step.skipped);

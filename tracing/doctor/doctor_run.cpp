@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "probes/base/input_file.hpp"
@@ -218,6 +219,39 @@ Evidence gather(const Request& request) {
       const tracing::TraceRun run = tracing::run_trace(e.allreduce_request);
       e.allreduce = tracing::analyse(run);
     });
+  }
+
+  const bool all_reduce_broke = e.allreduce_step.ran && !e.allreduce_step.ok &&
+                                (e.allreduce_step.code == ExitCode::kTimeout ||
+                                 e.allreduce_step.code == ExitCode::kVerification);
+  if (all_reduce_broke && gpus.size() >= 3) {
+    if (request.level == Level::kQuick) {
+      e.isolation_skipped =
+          "the search by halves for the GPU or link at fault runs at --level "
+          "standard and long";
+    } else {
+      step("isolation");
+      tracing::TraceRequest one = e.allreduce_request;
+      one.sizes = {one.sizes.back()};
+      one.iters = 5;
+      one.warmup = 2;
+      one.batches = 0;
+      one.timeout_s = std::min(request.timeout_s, kIsolationRunTimeoutS);
+      e.isolation = isolate(gpus, [&](const std::vector<int>& subset) {
+        RunOutcome o;
+        tracing::TraceRequest q = one;
+        q.devices = subset;
+        try {
+          const tracing::TraceReport r = tracing::analyse(tracing::run_trace(q));
+          o.ok = !r.sizes.empty() && r.sizes.back().wrong_elements == 0;
+          o.busbw = r.sizes.empty() ? 0 : r.sizes.back().busbw_gbps;
+          if (!o.ok) o.error = "wrong data";
+        } catch (const std::exception& x) {
+          o.error = x.what();
+        }
+        return o;
+      });
+    }
   }
 
   if (!e.topology.gpus.empty() && e.counters_before.unavailable.empty()) {

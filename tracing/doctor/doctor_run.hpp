@@ -17,6 +17,7 @@
 #include "probes/health/sysfs_health.hpp"
 #include "probes/health/thresholds.hpp"
 #include "probes/topo/classify.hpp"
+#include "tracing/doctor/isolate.hpp"
 #include "tracing/trace/trace_analysis.hpp"
 #include "tracing/trace/trace_plan.hpp"
 
@@ -81,7 +82,15 @@ struct Evidence {
   Step allreduce_step;
   std::optional<tracing::TraceReport> allreduce;
   bool ranks_share_gpu = false;  // one GPU: two ranks on it, a check of correctness only
+
+  // When the all-reduce over 3 or more GPUs failed: the search by halves for the GPU or link
+  // at fault (--level standard and long), or why it did not run.
+  std::optional<Isolation> isolation;
+  std::string isolation_skipped;
 };
+
+// The bound of one run of the search by halves: a hanging set costs this, not --timeout.
+inline constexpr double kIsolationRunTimeoutS = 10;
 
 // What each level runs, before any hardware (the help and the man page say the same).
 probe::ProbeRequest probe_request_for(const Request& request, int gpus);
