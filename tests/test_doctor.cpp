@@ -736,3 +736,35 @@ TEST(DoctorVerdict, TheSearchByHalvesNamesTheGpuAtFault) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(DoctorRules, TheTransportNcclChoseIsEvidenceAndAFallbackWithinTheNodeAWarn) {
+  commtool::doctor::Evidence e = eight_h100(64ull << 20, 300);
+  e.nccl_transports = {{"P2P/CUMEM/read", 16}};
+  Check c = reports::doctor::judge_allreduce(e).at(0);
+  EXPECT_EQ(c.severity, Severity::kPass);
+  EXPECT_NE(c.evidence.find("NCCL connected the ranks via P2P/CUMEM/read (16 channel "
+                            "connections)"),
+            std::string::npos)
+      << c.evidence;
+  e.nccl_transports = {{"NET/Socket", 16}};
+  c = reports::doctor::judge_allreduce(e).at(0);
+  EXPECT_EQ(c.severity, Severity::kWarn);
+  EXPECT_NE(c.evidence.find("through the network stack"), std::string::npos) << c.evidence;
+  // Ranks on one GPU go by sockets because commtool gives each its own host (NCCL_HOSTID).
+  e.ranks_share_gpu = true;
+  EXPECT_EQ(reports::doctor::judge_allreduce(e).at(0).severity, Severity::kPass);
+  e.ranks_share_gpu = false;
+  e.nccl_transports = {{"SHM/direct/direct", 16}};
+  e.analysis.p2p = {{0, 1, true, true, 0, false, ""}};
+  EXPECT_EQ(reports::doctor::judge_allreduce(e).at(0).severity, Severity::kWarn);
+  e.analysis.p2p[0].can_access = false;
+  EXPECT_EQ(reports::doctor::judge_allreduce(e).at(0).severity, Severity::kPass);
+  e.nccl_transports.clear();
+  e.nccl_log_why = "NCCL_DEBUG_FILE is set: NCCL's log goes where it says";
+  EXPECT_NE(reports::doctor::judge_allreduce(e).at(0).evidence.find("not known: NCCL_DEBUG_FILE"),
+            std::string::npos);
+}
+
+}  // namespace

@@ -89,3 +89,22 @@ TEST(NcclLog, SocketsWhereInfiniBandWasFoundIsAFindingAndMissingLogsAreNamed) {
         << rendered;
   }
 }
+
+TEST(NcclLog, EachChannelConnectionsTransportIsCounted) {
+  const std::vector<NcclLog> logs = fixture_logs("func");
+  ASSERT_EQ(logs[0].transports.size(), 1u);
+  EXPECT_EQ(logs[0].transports.begin()->first, "NET/Socket");
+  EXPECT_EQ(logs[0].transports.begin()->second, 4u);  // channels 0 and 1, send and receive
+  // The other transports as NCCL 2.28 names them.
+  const NcclLog l = read_nccl_log(
+      "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+      "h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+      "h:1:1 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via SHM/direct/direct\n"
+      "h:1:1 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n"
+      "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via \x1b[2J\n",
+      "x.log");
+  EXPECT_EQ(l.transports.size(), 3u);
+  EXPECT_EQ(l.transports.at("P2P/CUMEM/read"), 2u);
+  EXPECT_EQ(l.transports.at("SHM/direct/direct"), 1u);
+  EXPECT_EQ(l.transports.at("NET/IB/GDRDMA"), 1u);
+}

@@ -266,6 +266,52 @@ std::vector<Check> judge_probe(const Evidence& e) {
   return out;
 }
 
+namespace {
+
+// "NCCL connected the ranks via NET/Socket (4 channel connections)", from NCCL's own log.
+std::string transport_text(const Evidence& e) {
+  if (e.nccl_transports.empty()) {
+    return e.nccl_log_why.empty() ? ""
+                                  : "; the transport NCCL chose is not known: " + e.nccl_log_why;
+  }
+  std::vector<std::string> parts;
+  for (const auto& [name, n] : e.nccl_transports)
+    parts.push_back(fmt::format("{} ({} channel connection{})", name, n, n == 1 ? "" : "s"));
+  std::string out = "; NCCL connected the ranks via " + fmt::format("{}", fmt::join(parts, ", "));
+  if (!e.nccl_warnings.empty()) {
+    out += fmt::format("; NCCL warned: {}", excerpt(e.nccl_warnings.front(), 120));
+  }
+  return out;
+}
+
+// Within one node, GPUs that reach each other go by P2P (or NVLS); the network stack or host
+// memory between them is a transport NCCL fell back to.
+std::optional<std::string> transport_fallback(const Evidence& e) {
+  if (e.ranks_share_gpu || e.nccl_transports.empty()) return std::nullopt;
+  bool net = false, shm = false, p2p = false;
+  for (const auto& [name, n] : e.nccl_transports) {
+    net = net || name.rfind("NET/", 0) == 0;
+    shm = shm || name.rfind("SHM", 0) == 0;
+    p2p = p2p || name.rfind("P2P", 0) == 0 || name.rfind("NVLS", 0) == 0;
+  }
+  if (net) {
+    return "NCCL sends between this node's GPUs through the network stack: P2P and shared "
+           "memory were refused (NCCL_P2P_DISABLE or NCCL_SHM_DISABLE set, or a container "
+           "without --ipc=host)";
+  }
+  const bool all_can = !e.analysis.p2p.empty() &&
+                       std::all_of(e.analysis.p2p.begin(), e.analysis.p2p.end(),
+                                   [](const topo::P2pVerdict& v) { return v.can_access; });
+  if (shm && !p2p && all_can) {
+    return "NCCL copies through host memory (SHM) although every GPU pair can reach the other "
+           "directly: NCCL_P2P_DISABLE or NCCL_P2P_LEVEL set, or the GPUs hidden from each other "
+           "(CUDA_VISIBLE_DEVICES per process)";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::vector<Check> judge_allreduce(const Evidence& e) {
   if (!e.allreduce_step.ran) return {};
   const size_t ranks = e.allreduce_request.devices.size();
@@ -273,7 +319,8 @@ std::vector<Check> judge_allreduce(const Evidence& e) {
     return {check(
         nullptr, "all-reduce",
         e.allreduce_step.code == ExitCode::kEnvironment ? Severity::kUnavailable : Severity::kFail,
-        fmt::format("NCCL all-reduce over {} ranks: {}", ranks, e.allreduce_step.error),
+        fmt::format("NCCL all-reduce over {} ranks: {}{}", ranks, e.allreduce_step.error,
+                    transport_text(e)),
         step_failure_advice(e.allreduce_step.code, "all-reduce"))};
   }
   const tracing::TraceReport& r = *e.allreduce;
@@ -297,6 +344,12 @@ std::vector<Check> judge_allreduce(const Evidence& e) {
       measure::format_byte_size(big.bytes), tracing::to_string(big.nccl_choice));
   if (e.ranks_share_gpu) {
     evidence += "; the ranks share one GPU: a check of NCCL and the GPU, not a link figure";
+  }
+  evidence += transport_text(e);
+  if (const std::optional<std::string> fallback = transport_fallback(e); fallback && wrong == 0) {
+    return with_figure(check(nullptr, "all-reduce", Severity::kWarn, evidence + "; " + *fallback,
+                             "unset what forces it (env | grep NCCL_), then run doctor again; "
+                             "commtool topo says which GPU pairs can use P2P"));
   }
   const ModelFigures* model =
       e.topology.gpus.empty() ? nullptr : figures_for(e.topology.gpus.front().name);

@@ -89,6 +89,35 @@ bool looks_like_nccl_log(std::string_view head) {
          head.find(" NCCL WARN ") != std::string_view::npos;
 }
 
+namespace {
+
+// "NET/Socket/0" -> "NET/Socket", "P2P/CUMEM/read" stays, "NET/IB/0/GDRDMA" -> "NET/IB/GDRDMA":
+// the transport's name without its device numbers; "" when it is not such a word.
+std::string transport_name(std::string_view via) {
+  via = via.substr(0, via.find(' '));
+  std::string out;
+  size_t start = 0;
+  while (start <= via.size()) {
+    size_t slash = via.find('/', start);
+    if (slash == std::string_view::npos) slash = via.size();
+    const std::string_view part = via.substr(start, slash - start);
+    const bool number = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c));
+    });
+    const bool word = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+    });
+    if (!number && !part.empty()) {
+      if (!word) return "";
+      out += (out.empty() ? "" : "/") + std::string(part);
+    }
+    start = slash + 1;
+  }
+  return out.size() <= 64 ? out : "";
+}
+
+}  // namespace
+
 NcclLog read_nccl_log(std::string_view text, const std::string& file) {
   NcclLog log;
   log.file = file;
@@ -117,6 +146,12 @@ NcclLog read_nccl_log(std::string_view text, const std::string& file) {
     } else if (m.rfind("NET/IB : Using [", 0) == 0 && m.size() > 16 &&
                std::isdigit(static_cast<unsigned char>(m[16]))) {
       log.ib_devices = true;  // "Using [0]mlx5_0:1/IB ..."; "Using [RO]" names options, no device
+    } else if (m.rfind("Channel ", 0) == 0 && m.find(" via ") != std::string_view::npos) {
+      if (std::string name = transport_name(m.substr(m.find(" via ") + 5)); !name.empty()) {
+        if (log.transports.size() < kMaxTransports || log.transports.count(name)) {
+          ++log.transports[name];
+        }
+      }
     } else if (m.find("ncclCommInitRank") != std::string_view::npos &&
                m.find(" commId ") != std::string_view::npos) {
       const std::string id = after(m, "commId");

@@ -20,6 +20,7 @@
 namespace commtool::crossrank {
 
 inline constexpr size_t kMaxLogLine = 4096;
+inline constexpr size_t kMaxTransports = 64;  // distinct transport names kept per log
 
 struct LogComm {
   std::string comm_id;  // "0x93ec23942d4380df"
@@ -43,6 +44,10 @@ struct NcclLog {
   bool ib_devices = false;  // NET/IB found devices ("NET/IB : Using [0]mlx5_0...")
   std::vector<LogComm> comms;
   std::vector<LogWarning> warnings;
+  // The transport of each channel connection ("Channel 00/0 : 0[0] -> 1[0] [send] via
+  // NET/Socket/0"), by its name without the numbers ("NET/Socket", "P2P/CUMEM/read",
+  // "SHM/direct/direct", "NET/IB/GDRDMA"), counted.
+  std::map<std::string, uint64_t> transports;
   uint64_t lines = 0;  // NCCL lines read
 };
 

@@ -1,15 +1,21 @@
 #include "tracing/doctor/doctor_run.hpp"
 
 #include <fmt/format.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <optional>
 
 #include "probes/base/input_file.hpp"
 #include "probes/base/watchdog.hpp"
 #include "probes/topo/discover.hpp"
 #include "probes/topo/findings.hpp"
+#include "tracing/crossrank/nccl_log.hpp"
 #include "tracing/trace/trace_plan.hpp"
 #include "tracing/trace/trace_run.hpp"
 
@@ -27,6 +33,74 @@ std::string this_host() {
   char name[256] = {};
   return ::gethostname(name, sizeof name - 1) == 0 ? name : "";
 }
+
+// NCCL's log of the runs made while it lives, for the transport NCCL chose: NCCL_DEBUG=INFO of
+// its INIT subsystem, into a private directory (mkdtemp) that the destructor removes, the
+// variables put back as they were. Not when the user named NCCL_DEBUG_FILE: NCCL writes where
+// they asked.
+class NcclLogCapture {
+ public:
+  NcclLogCapture() {
+    if (std::getenv("NCCL_DEBUG_FILE") != nullptr) {
+      why_ = "NCCL_DEBUG_FILE is set: NCCL's log goes where it says";
+      return;
+    }
+    std::string dir = (std::filesystem::temp_directory_path() / "commtool-doctor-XXXXXX").string();
+    if (::mkdtemp(dir.data()) == nullptr) {
+      why_ = fmt::format("no private directory for NCCL's log: {}", std::strerror(errno));
+      return;
+    }
+    dir_ = dir;
+    for (const char* name : {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"}) {
+      const char* v = std::getenv(name);
+      saved_.push_back({name, v ? std::optional<std::string>(v) : std::nullopt});
+    }
+    ::setenv("NCCL_DEBUG", "INFO", 1);
+    ::setenv("NCCL_DEBUG_SUBSYS", "INIT", 1);
+    ::setenv("NCCL_DEBUG_FILE", (dir_ / "nccl.%h.%p.log").c_str(), 1);
+  }
+  ~NcclLogCapture() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  NcclLogCapture(const NcclLogCapture&) = delete;
+  NcclLogCapture& operator=(const NcclLogCapture&) = delete;
+
+  // Every process's log read so far, into `e`.
+  void read_into(Evidence& e) const {
+    e.nccl_log_why = why_;
+    if (dir_.empty()) return;
+    std::error_code ec;
+    size_t files = 0;
+    for (std::filesystem::directory_iterator it(dir_, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      if (++files > 4096) break;
+      try {
+        const crossrank::NcclLog log = crossrank::read_nccl_log(
+            files::read_input_file(it->path().string(), 64ull << 20), it->path().string());
+        for (const auto& [name, n] : log.transports)
+          e.nccl_transports[name] += n;
+        for (const crossrank::LogWarning& w : log.warnings)
+          if (e.nccl_warnings.size() < 8) e.nccl_warnings.push_back(w.text);
+      } catch (const Error&) {
+        // a file NCCL did not finish: what the others say stands
+      }
+    }
+    if (files == 0) e.nccl_log_why = "NCCL wrote no log";
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::string why_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
 
 // Runs `work` as one step: its error (a commtool error with its exit code, or anything else as
 // an internal error) is kept, never thrown.
@@ -215,10 +289,12 @@ Evidence gather(const Request& request) {
     step("probe");
     e.probe_step = run_step([&] { e.probe = probe::run_probes(e.probe_request); });
     step("all-reduce");
+    const NcclLogCapture nccl_log;
     e.allreduce_step = run_step([&] {
       const tracing::TraceRun run = tracing::run_trace(e.allreduce_request);
       e.allreduce = tracing::analyse(run);
     });
+    nccl_log.read_into(e);
   }
 
   const bool all_reduce_broke = e.allreduce_step.ran && !e.allreduce_step.ok &&

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,6 +83,12 @@ struct Evidence {
   Step allreduce_step;
   std::optional<tracing::TraceReport> allreduce;
   bool ranks_share_gpu = false;  // one GPU: two ranks on it, a check of correctness only
+  // What NCCL's own log of the all-reduce says (NCCL_DEBUG=INFO, subsystem INIT, into a private
+  // directory removed afterwards): each channel connection's transport, counted over the ranks,
+  // and its warnings; or why it was not read.
+  std::map<std::string, uint64_t> nccl_transports;
+  std::vector<std::string> nccl_warnings;
+  std::string nccl_log_why;
 
   // When the all-reduce over 3 or more GPUs failed: the search by halves for the GPU or link
   // at fault (--level standard and long), or why it did not run.
