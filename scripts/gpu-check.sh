@@ -52,6 +52,7 @@ step bench bash -c "scripts/bench-probe.sh /tmp/bench '$anchors' > $out/bench.tx
 step bench-trace bash -c "scripts/bench-trace.sh $out/trace '$anchors' > $out/bench-trace.txt"
 step bench-cupti bash -c "scripts/bench-cupti.sh $out/cupti 2 > $out/bench-cupti.txt"
 step bench-ep bash -c "scripts/bench-ep.sh $out/ep > $out/bench-ep.txt"
+step doctor bash -c "scripts/gpu-doctor.sh $out/doctor > $out/doctor.txt"
 step diagnose-allreduce "$bin" diagnose allreduce --plot "$out/allreduce.svg" --output "$out/allreduce.txt"
 if [[ -n $anchors ]]; then
   step bench-allreduce bash -c "scripts/bench-allreduce.sh $out/allreduce-bench '$anchors' > $out/bench-allreduce.txt"
@@ -98,7 +99,7 @@ cat /tmp/topo-verbose.txt >> "$log" 2>/dev/null
 
 echo
 echo "== gpu-check summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests multirank probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-cupti bench-ep diagnose-allreduce bench-allreduce record kernel-sanitizers nccl-dump topo-nccl-xml capture topo-capture; do
+for k in version ldd topo topo-json topo-dot topo-verbose gpu-tests multirank probe ipc-2 ipc-3 ipc-4 memcheck bench bench-trace bench-cupti bench-ep doctor diagnose-allreduce bench-allreduce record kernel-sanitizers nccl-dump topo-nccl-xml capture topo-capture; do
   printf '  %-14s %s\n' "$k" "${result[$k]:-not run}"
 done
 echo
@@ -113,6 +114,8 @@ echo
 cat "$out/bench-ep.txt" 2>/dev/null
 echo
 cat "$out/bench-allreduce.txt" 2>/dev/null
+echo
+cat "$out/doctor.txt" 2>/dev/null
 echo
 cat "$out/multirank.txt" 2>/dev/null
 echo
