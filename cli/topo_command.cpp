@@ -17,25 +17,11 @@ namespace commtool::cli {
 
 topo::Topology discover_topology(const GlobalOptions& global, const TopoOptions& options,
                                  Watchdog& watchdog) {
-  using Clock = std::chrono::steady_clock;
-  auto last = Clock::now();
-  const char* last_stage = nullptr;
   topo::DiscoverOptions discover;
   discover.nccl_xml = options.nccl_xml;
   discover.sysfs_root = options.sysfs_root;
-  discover.on_stage = [&](const char* stage) {
-    watchdog.stage(stage, std::string_view(stage) == "nvml" || std::string_view(stage) == "cuda");
-    auto now = Clock::now();
-    if (global.verbose && last_stage) {
-      std::cerr << fmt::format("topo: {} took {:.1f} ms\n", last_stage,
-                               std::chrono::duration<double, std::milli>(now - last).count());
-    }
-    last = now;
-    last_stage = stage;
-  };
-  topo::Topology topology = topo::discover(discover);
-  if (!global.device_indices.empty()) topo::select_gpus(topology, global.device_indices);
-  return topology;
+  return topo::discover_watched(discover, watchdog, global.device_indices,
+                                global.verbose ? &std::cerr : nullptr);
 }
 
 namespace {

@@ -16,8 +16,8 @@ struct TopoOptions {
   bool dot = false;
 };
 
-// The machine (or file) discovered as the options say, GPUs selected by --devices; stages timed
-// with -v and bounded by the watchdog.
+// topo::discover_watched with the options bound: the machine or the file they name, the GPUs
+// of --devices, stage times on standard error with -v.
 topo::Topology discover_topology(const GlobalOptions& global, const TopoOptions& options,
                                  Watchdog& watchdog);
 

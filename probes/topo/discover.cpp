@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <future>
 
@@ -65,6 +66,27 @@ Topology discover(const DiscoverOptions& options) {
   }
   stage("done");
   return t;
+}
+
+Topology discover_watched(DiscoverOptions options, Watchdog& watchdog,
+                          const std::vector<int>& devices, std::ostream* timings) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last = Clock::now();
+  const char* last_stage = nullptr;
+  options.on_stage = [&](const char* stage) {
+    const std::string_view s(stage);
+    watchdog.stage(stage, s == "nvml" || s == "cuda");
+    const Clock::time_point now = Clock::now();
+    if (timings && last_stage) {
+      *timings << fmt::format("topo: {} took {:.1f} ms\n", last_stage,
+                              std::chrono::duration<double, std::milli>(now - last).count());
+    }
+    last = now;
+    last_stage = stage;
+  };
+  Topology topology = discover(options);
+  if (!devices.empty()) select_gpus(topology, devices);
+  return topology;
 }
 
 Topology discover_for_launcher(const std::vector<int>& devices, const std::string& command) {

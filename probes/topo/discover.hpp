@@ -3,9 +3,11 @@
 #pragma once
 
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "probes/base/watchdog.hpp"
 #include "probes/topo/topology.hpp"
 
 namespace commtool::topo {
@@ -22,6 +24,13 @@ struct DiscoverOptions {
 };
 
 Topology discover(const DiscoverOptions& options);
+
+// discover() with each stage named to `watchdog` (NVML's and CUDA's as driver calls, which a
+// sick GPU can hold forever), the GPUs of `devices` kept (empty: all), and with `timings` set,
+// each stage's time written there as "topo: nvml took 3.1 ms". What `topo`, its cluster view and
+// `doctor` start from.
+Topology discover_watched(DiscoverOptions options, Watchdog& watchdog,
+                          const std::vector<int>& devices, std::ostream* timings = nullptr);
 
 // Keeps the GPUs whose index is listed (and the P2P facts between them). An index the
 // topology lacks is bad input.

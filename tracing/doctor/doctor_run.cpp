@@ -234,10 +234,9 @@ Evidence gather(const Request& request) {
     // process, naming the stage, if a sick driver holds one past the bound.
     Watchdog watchdog("doctor", std::chrono::duration<double>(request.timeout_s));
     step("topology");
-    watchdog.stage("nvml", true);
     topo::DiscoverOptions discover;
     discover.ask_cuda = false;  // the workers do the CUDA work, where a hang can be killed
-    e.topology = topo::discover(discover);
+    e.topology = topo::discover_watched(discover, watchdog, {});
     if (!request.devices.empty() && !e.topology.gpus.empty()) {
       topo::select_gpus(e.topology, request.devices);
     }
