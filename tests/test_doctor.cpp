@@ -768,3 +768,54 @@ TEST(DoctorRules, TheTransportNcclChoseIsEvidenceAndAFallbackWithinTheNodeAWarn)
 }
 
 }  // namespace
+
+namespace {
+
+TEST(SysfsHealth, TheIommuTypeOfAGpusGroup) {
+  FakeSysfs s;
+  s.write("bus/pci/devices/0000:91:00.0/iommu_group/type", "DMA-FQ\n");
+  s.write("bus/pci/devices/0000:92:00.0/iommu_group/type", "identity\n");
+  s.write("bus/pci/devices/0000:93:00.0/vendor", "0x10de\n");
+  EXPECT_EQ(read_iommu_type("0000:91:00.0", s.root), "DMA-FQ");
+  EXPECT_EQ(read_iommu_type("0000:92:00.0", s.root), "identity");
+  EXPECT_EQ(read_iommu_type("0000:93:00.0", s.root), "none");
+  const topo::Gpu g = h100();
+  EXPECT_EQ(reports::doctor::judge_iommu(g, "DMA-FQ", true).severity, Severity::kWarn);
+  EXPECT_EQ(reports::doctor::judge_iommu(g, "DMA-FQ", false).severity, Severity::kPass);
+  EXPECT_EQ(reports::doctor::judge_iommu(g, "identity", true).severity, Severity::kPass);
+  EXPECT_EQ(reports::doctor::judge_iommu(g, "unknown", true).severity, Severity::kUnavailable);
+}
+
+TEST(DoctorRules, AcsRedirectAboveTheGpusIsAWarnAndUnreadableIsNotAPass) {
+  topo::Topology t;
+  t.gpus = {h100()};
+  topo::PciNode gpu, port, up;
+  gpu.bdf = "0000:91:00.0";
+  gpu.parent_bdf = "0000:90:02.0";
+  port.bdf = "0000:90:02.0";
+  port.parent_bdf = "0000:8f:00.0";
+  port.acs_p2p_redirect = 1;
+  up.bdf = "0000:8f:00.0";
+  up.acs_p2p_redirect = 0;
+  t.pci = {gpu, port, up};
+  t.reindex();
+  std::optional<Check> c = reports::doctor::judge_acs(t);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->severity, Severity::kWarn);
+  EXPECT_NE(c->evidence.find("1 of the 2 bridges above the GPUs and NICs: 0000:90:02.0"),
+            std::string::npos)
+      << c->evidence;
+  t.pci[1].acs_p2p_redirect = -1;
+  t.pci[2].acs_p2p_redirect = -1;
+  t.reindex();
+  EXPECT_EQ(reports::doctor::judge_acs(t)->severity, Severity::kUnavailable);
+  t.pci[1].acs_p2p_redirect = 0;
+  t.reindex();
+  EXPECT_EQ(reports::doctor::judge_acs(t)->severity, Severity::kPass);
+  t.pci.resize(1);
+  t.pci[0].parent_bdf.clear();  // on a root port: no bridge, no check
+  t.reindex();
+  EXPECT_FALSE(reports::doctor::judge_acs(t));
+}
+
+}  // namespace

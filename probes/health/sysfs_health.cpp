@@ -139,4 +139,13 @@ AerCounts read_aer(const std::string& bdf, const fs::path& sysfs_root) {
   return a;
 }
 
+std::string read_iommu_type(const std::string& bdf, const fs::path& sysfs_root) {
+  const fs::path group = sysfs_root / "bus/pci/devices" / bdf / "iommu_group";
+  std::error_code ec;
+  if (!fs::exists(group, ec)) return "none";
+  const std::optional<std::string> type = attribute(group / "type");
+  if (!type || type->empty() || type->size() > 32) return "unknown";
+  return *type;
+}
+
 }  // namespace commtool::health

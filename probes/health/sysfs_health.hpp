@@ -44,4 +44,9 @@ struct AerCounts {
 
 AerCounts read_aer(const std::string& bdf, const std::filesystem::path& sysfs_root = "/sys");
 
+// How the IOMMU treats the device's DMA, from its group's `type`: "identity" (passed through),
+// "DMA" or "DMA-FQ" (translated), "none" (no IOMMU group: no IOMMU), "unknown" (unreadable).
+std::string read_iommu_type(const std::string& bdf,
+                            const std::filesystem::path& sysfs_root = "/sys");
+
 }  // namespace commtool::health

@@ -425,8 +425,16 @@ Verdict judge(const Evidence& e) {
         per_gpu.push_back(std::move(c));
     }
   }
-  for (const topo::Gpu& g : e.topology.gpus)
+  const bool rdma = std::any_of(e.topology.nics.begin(), e.topology.nics.end(),
+                                [](const topo::Nic& n) { return topo::is_rdma(n.kind); });
+  for (size_t i = 0; i < e.topology.gpus.size(); ++i) {
+    const topo::Gpu& g = e.topology.gpus[i];
     per_gpu.push_back(judge_model(g, e.topology.in_vm));
+    if (i < e.iommu.size()) {
+      per_gpu.push_back(judge_iommu(g, e.iommu[i], e.topology.gpus.size() > 1 || rdma));
+    }
+  }
+  if (std::optional<Check> acs = judge_acs(e.topology)) per_gpu.push_back(std::move(*acs));
   for (const health::AerCounts& a : e.aer) {
     const topo::Gpu* g = e.topology.find_gpu_by_bdf(a.bdf);
     Check c = judge_aer(a, g, e.request.thresholds);

@@ -62,6 +62,13 @@ Check judge_rdma_port(const health::RdmaPort& port, const health::Thresholds& t)
 // is, or nullptr for a NIC (the subject is then its bus id).
 Check judge_aer(const health::AerCounts& aer, const topo::Gpu* gpu, const health::Thresholds& t);
 
+// The IOMMU's treatment of a GPU's DMA (`type` from read_iommu_type): translated DMA is a WARN
+// where the GPU talks to peers or NICs (`shares`: more than one GPU, or an RDMA NIC).
+Check judge_iommu(const topo::Gpu& gpu, const std::string& type, bool shares);
+// ACS P2P Request Redirect on the bridges above the GPUs and RDMA NICs (topo reads it): peer
+// traffic sent up to the root complex; none when no GPU or NIC sits below a bridge.
+std::optional<Check> judge_acs(const topo::Topology& t);
+
 Verdict judge(const commtool::doctor::Evidence& e);
 
 // The exit code: 0 every check passed (or could not be read), 6 a WARN, 7 a FAIL; 3 when there

@@ -2,6 +2,8 @@
 // judge_aer): RDMA port state and error counters, PCIe AER totals.
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "reports/doctor/doctor_checks.hpp"
@@ -70,6 +72,72 @@ Check judge_aer(const health::AerCounts& a, const topo::Gpu* gpu, const health::
     c.severity = Severity::kWarn;
     c.advice = "non-fatal PCIe errors: watch whether they grow (cat /sys/bus/pci/devices/" + a.bdf +
                "/aer_dev_nonfatal); reseat the device if they do";
+  }
+  return c;
+}
+
+Check judge_iommu(const topo::Gpu& gpu, const std::string& type, bool shares) {
+  if (type == "unknown") {
+    return rules::check(&gpu, "IOMMU", Severity::kUnavailable,
+                        "the IOMMU group's type is unreadable (a kernel before 5.11)");
+  }
+  if (type == "none" || type == "identity") {
+    return rules::check(&gpu, "IOMMU", Severity::kPass,
+                        type == "none" ? "no IOMMU group: DMA is not translated"
+                                       : "IOMMU passthrough (identity): DMA is not translated");
+  }
+  const std::string evidence =
+      fmt::format("the IOMMU translates this GPU's DMA (group type {})", type);
+  if (!shares) return rules::check(&gpu, "IOMMU", Severity::kPass, evidence);
+  return rules::check(&gpu, "IOMMU", Severity::kWarn,
+                      evidence +
+                          ": peer copies and GPUDirect RDMA go through it, slower or "
+                          "refused",
+                      "boot with iommu=pt (intel_iommu=on iommu=pt, or amd_iommu=on iommu=pt), "
+                      "as NVIDIA's GPUDirect guides advise, unless the site needs translation");
+}
+
+std::optional<Check> judge_acs(const topo::Topology& t) {
+  std::vector<std::string> redirecting, unreadable;
+  size_t bridges = 0;
+  std::vector<std::string> seen;
+  const auto walk = [&](const std::string& bdf) {
+    const topo::PciNode* node = t.find_pci(bdf);
+    for (int depth = 0; node && !node->parent_bdf.empty() && depth < 64; ++depth) {
+      node = t.find_pci(node->parent_bdf);
+      if (!node || std::find(seen.begin(), seen.end(), node->bdf) != seen.end()) continue;
+      seen.push_back(node->bdf);
+      ++bridges;
+      if (node->acs_p2p_redirect == 1) redirecting.push_back(node->bdf);
+      if (node->acs_p2p_redirect < 0) unreadable.push_back(node->bdf);
+    }
+  };
+  for (const topo::Gpu& g : t.gpus)
+    walk(g.bdf);
+  for (const topo::Nic& n : t.nics)
+    if (topo::is_rdma(n.kind) && !n.bdf.empty()) walk(n.bdf);
+  if (bridges == 0) return std::nullopt;
+  Check c{"node", -1, "ACS", Severity::kPass, "", ""};
+  if (!redirecting.empty()) {
+    c.severity = Severity::kWarn;
+    c.evidence = fmt::format(
+        "ACS P2P Request Redirect is on at {} of the {} bridges above the "
+        "GPUs and NICs: {}",
+        redirecting.size(), bridges, fmt::join(redirecting, ", "));
+    c.advice =
+        "peer traffic under those switches goes up to the root complex: turn ACS "
+        "redirect off there (the BIOS setting, or setpci on each port) so that P2P and "
+        "GPUDirect RDMA stay under the switch";
+  } else if (unreadable.size() == bridges) {
+    c.severity = Severity::kUnavailable;
+    c.evidence = fmt::format(
+        "ACS of the {} bridges above the GPUs and NICs is unreadable (it is "
+        "in the extended config space, which only root may read)",
+        bridges);
+  } else {
+    c.evidence = fmt::format(
+        "no ACS redirect on the {} bridges above the GPUs and NICs{}", bridges - unreadable.size(),
+        unreadable.empty() ? "" : fmt::format(" ({} unreadable)", unreadable.size()));
   }
   return c;
 }

@@ -252,8 +252,10 @@ Evidence gather(const Request& request) {
     for (const topo::Nic& n : e.topology.nics)
       if (topo::is_rdma(n.kind)) rdma.push_back(n.name);
     e.rdma_ports = health::read_rdma_ports(rdma);
-    for (const topo::Gpu& g : e.topology.gpus)
+    for (const topo::Gpu& g : e.topology.gpus) {
       e.aer.push_back(health::read_aer(g.bdf));
+      e.iommu.push_back(health::read_iommu_type(g.bdf));
+    }
     for (const topo::Nic& n : e.topology.nics)
       if (!n.bdf.empty()) e.aer.push_back(health::read_aer(n.bdf));
     step("counters");

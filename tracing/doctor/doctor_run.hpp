@@ -69,6 +69,7 @@ struct Evidence {
 
   std::vector<health::RdmaPort> rdma_ports;  // every port of every RDMA NIC topo found
   std::vector<health::AerCounts> aer;        // each GPU's, then each NIC's with a bus id
+  std::vector<std::string> iommu;            // each GPU's IOMMU group type, by topology.gpus
 
   bool kernel_log_read = false;
   std::string kernel_log_source;  // "/dev/kmsg" or the file given
