@@ -111,6 +111,17 @@ EXPORT int nvmlDeviceGetMigMode(Device*, unsigned* current, unsigned* pending) {
   *pending = 0;
   return answer("mig", "e:3", current);
 }
+struct FabricInfo {
+  unsigned char cluster_uuid[16];
+  int status;
+  unsigned clique_id;
+  unsigned char state;
+};
+EXPORT int nvmlDeviceGetGpuFabricInfo(Device*, FabricInfo* info) {
+  std::memset(info, 0, sizeof *info);
+  answer("fabric_status", "0", &info->status);
+  return answer("fabric_state", "e:3", &info->state);
+}
 EXPORT int nvmlDeviceGetNvLinkState(Device*, unsigned link, int* state) {
   unsigned links = 0;
   answer("nvlinks", "0", &links);

@@ -819,3 +819,26 @@ TEST(DoctorRules, AcsRedirectAboveTheGpusIsAWarnAndUnreadableIsNotAPass) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(DoctorRules, AnNvSwitchFabricThatIsNotReadyFails) {
+  const auto fabric = [](const std::string& answers) -> std::optional<Check> {
+    const GpuCounters g = counters(answers);
+    for (const Check& c : reports::doctor::judge_counters(h100(), g, &g, 20, Thresholds{}))
+      if (c.area == "fabric") return c;
+    return std::nullopt;
+  };
+  EXPECT_FALSE(fabric(""));  // Not Supported, as on the H100 VM: no line
+  EXPECT_FALSE(fabric("fabric_state=0"));
+  EXPECT_EQ(fabric("fabric_state=3")->severity, Severity::kPass);
+  const std::optional<Check> started = fabric("fabric_state=1");
+  ASSERT_TRUE(started);
+  EXPECT_EQ(started->severity, Severity::kFail);
+  EXPECT_NE(started->advice.find("nvidia-fabricmanager"), std::string::npos);
+  const std::optional<Check> failed = fabric("fabric_state=3;fabric_status=15");
+  EXPECT_EQ(failed->severity, Severity::kFail);
+  EXPECT_NE(failed->evidence.find("GPU is lost"), std::string::npos) << failed->evidence;
+}
+
+}  // namespace

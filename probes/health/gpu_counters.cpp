@@ -20,6 +20,14 @@ enum : int { kVolatile = 0, kAggregate = 1 };                           // nvmlE
 enum : int { kRetireSbe = 0, kRetireDbe = 1 };                          // nvmlPageRetirementCause_t
 enum : int { kReplay = 0, kRecovery = 1, kCrcFlit = 2, kCrcData = 3 };  // nvmlNvLinkErrorCounter_t
 
+// nvmlGpuFabricInfo_t, the first version (R535; the call is kept for it in later drivers).
+struct FabricInfo {
+  unsigned char cluster_uuid[16];
+  nvmlReturn_t status;
+  unsigned clique_id;
+  unsigned char state;
+};
+
 struct Nvml {
   explicit Nvml(const std::string& library) : lib({library}) {}
   DynamicLibrary lib;
@@ -54,6 +62,8 @@ struct Nvml {
                               int*) = get<decltype(persistence)>("nvmlDeviceGetPersistenceMode");
   nvmlReturn_t (*mig)(nvmlDevice_t, unsigned*,
                       unsigned*) = get<decltype(mig)>("nvmlDeviceGetMigMode");
+  nvmlReturn_t (*fabric)(nvmlDevice_t,
+                         FabricInfo*) = get<decltype(fabric)>("nvmlDeviceGetGpuFabricInfo");
   nvmlReturn_t (*link_state)(nvmlDevice_t, unsigned,
                              int*) = get<decltype(link_state)>("nvmlDeviceGetNvLinkState");
   nvmlReturn_t (*link_errors)(nvmlDevice_t, unsigned, int, unsigned long long*) =
@@ -167,6 +177,19 @@ GpuCounters read_one(const Nvml& nvml, const std::string& bdf) {
     v = current == 1 ? 1 : 0;
     return r;
   });
+  FabricInfo fabric{};
+  const nvmlReturn_t fabric_r = nvml.fabric ? nvml.fabric(dev, &fabric) : NVML_SUCCESS;
+  g.fabric_state = nvml.count(nvml.fabric != nullptr, [&](uint64_t& v) {
+    v = fabric.state;
+    return fabric_r;
+  });
+  g.fabric_status = nvml.count(nvml.fabric != nullptr, [&](uint64_t& v) {
+    v = static_cast<uint64_t>(static_cast<unsigned>(fabric.status));
+    return fabric_r;
+  });
+  if (g.fabric_status.available && fabric.status != NVML_SUCCESS) {
+    g.fabric_status.why = nvml.why(fabric.status);  // the registration's error, in words
+  }
   if (nvml.link_state) {
     for (unsigned link = 0; link < kMaxNvLinks; ++link) {
       int state = 0;

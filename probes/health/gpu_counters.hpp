@@ -38,6 +38,12 @@ inline constexpr uint64_t kClockHwThermal = 0x40;
 inline constexpr uint64_t kClockHwPowerBrake = 0x80;
 inline constexpr uint64_t kClockDisplaySetting = 0x100;
 
+// nvmlGpuFabricState_t
+inline constexpr uint64_t kFabricNotSupported = 0;
+inline constexpr uint64_t kFabricNotStarted = 1;
+inline constexpr uint64_t kFabricInProgress = 2;
+inline constexpr uint64_t kFabricCompleted = 3;
+
 struct GpuCounters {
   std::string bdf;               // "0000:3b:00.0", as topo names the GPU
   std::string uuid;              // "GPU-187a3ed2-...", when NVML gave it
@@ -52,12 +58,16 @@ struct GpuCounters {
   Count retired_pending;    // 1 when a retirement waits for the next driver load
   Count remap_correctable;  // rows remapped (Ampere and later)
   Count remap_uncorrectable;
-  Count remap_pending;                  // 1 when a remap waits for a GPU reset
-  Count remap_failure;                  // 1 when a row could not be remapped
-  Count pcie_replay;                    // PCIe replays since the driver loaded
-  Count clock_reasons;                  // the kClock* bits active now
-  Count persistence;                    // 1 when persistence mode is on
-  Count mig;                            // 1 when MIG mode is on now
+  Count remap_pending;  // 1 when a remap waits for a GPU reset
+  Count remap_failure;  // 1 when a row could not be remapped
+  Count pcie_replay;    // PCIe replays since the driver loaded
+  Count clock_reasons;  // the kClock* bits active now
+  Count persistence;    // 1 when persistence mode is on
+  Count mig;            // 1 when MIG mode is on now
+  // NVSwitch fabric registration (HGX with a fabric manager, NVLink domains): a kFabric* state,
+  // and NVML's status code of the registration once completed. Not available elsewhere.
+  Count fabric_state;
+  Count fabric_status;
   std::vector<NvLinkCounters> nvlinks;  // the links NVML knows on this GPU
 };
 

@@ -265,6 +265,31 @@ Check modes_check(const topo::Gpu& g, const GpuCounters& c) {
   return check(&g, "modes", Severity::kPass, evidence);
 }
 
+// The NVSwitch fabric: a GPU whose registration has not completed cannot use NVLink to its
+// peers (CUDA answers cudaErrorSystemNotReady); none on a GPU without a fabric.
+std::optional<Check> fabric_check(const topo::Gpu& g, const GpuCounters& c) {
+  if (!c.fabric_state.available || c.fabric_state.value == health::kFabricNotSupported) {
+    return std::nullopt;
+  }
+  const uint64_t state = c.fabric_state.value;
+  const char* words = state == health::kFabricNotStarted   ? "not started"
+                      : state == health::kFabricInProgress ? "in progress"
+                      : state == health::kFabricCompleted  ? "completed"
+                                                           : "in an unknown state";
+  if (state != health::kFabricCompleted) {
+    return check(&g, "fabric", Severity::kFail,
+                 fmt::format("the GPU's NVSwitch fabric registration is {}", words),
+                 "start the fabric manager (systemctl status nvidia-fabricmanager) and wait for "
+                 "it; until then NVLink to the other GPUs is unusable");
+  }
+  if (c.fabric_status.available && c.fabric_status.value != 0) {
+    return check(&g, "fabric", Severity::kFail,
+                 "the NVSwitch fabric registration completed with an error: " + c.fabric_status.why,
+                 "look at the fabric manager's log (/var/log/fabricmanager.log) and restart it");
+  }
+  return check(&g, "fabric", Severity::kPass, "NVSwitch fabric registration completed");
+}
+
 }  // namespace
 
 std::vector<Check> judge_counters(const topo::Gpu& gpu, const GpuCounters& before,
@@ -278,6 +303,7 @@ std::vector<Check> judge_counters(const topo::Gpu& gpu, const GpuCounters& befor
                          replay_check(gpu, before, after, window_s, t)};
   for (Check& c : nvlink_checks(gpu, before, after, window_s, t))
     out.push_back(std::move(c));
+  if (std::optional<Check> f = fabric_check(gpu, now)) out.push_back(std::move(*f));
   out.push_back(clocks_check(gpu, now));
   out.push_back(modes_check(gpu, now));
   return out;

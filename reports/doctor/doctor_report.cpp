@@ -50,6 +50,7 @@ json counters_json(const health::GpuCounters& g) {
   j["clock_event_reasons"] = count_json(g.clock_reasons);
   j["persistence_mode"] = count_json(g.persistence);
   j["mig_mode"] = count_json(g.mig);
+  j["fabric_state"] = count_json(g.fabric_state);
   json links = json::array();
   for (const health::NvLinkCounters& l : g.nvlinks) {
     links.push_back({{"link", l.link},
