@@ -11,6 +11,7 @@
 
 #include "probes/base/error.hpp"
 #include "probes/base/parse_number.hpp"
+#include "probes/base/trim.hpp"
 
 namespace commtool::health {
 
@@ -29,14 +30,6 @@ std::string lower(std::string_view s) {
   for (char& c : out)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
 }
 
 // A line's stamp and the message after it: a /dev/kmsg record ("6,1234,5678901,-;msg", the
@@ -61,7 +54,7 @@ std::pair<std::string, std::string_view> split_stamp(std::string_view line) {
   }
   if (line.starts_with('[')) {
     if (const size_t close = line.find(']'); close != std::string_view::npos && close < 48) {
-      return {std::string(trim(line.substr(1, close - 1))), line.substr(close + 1)};
+      return {std::string(trim_blanks(line.substr(1, close - 1))), line.substr(close + 1)};
     }
   }
   // journalctl's short format: "Mmm dd hh:mm:ss host kernel: ".
@@ -92,18 +85,18 @@ std::optional<std::string> take_pci(std::string_view s) {
 // "pid=1234, name=python, Graphics SM Warp Exception ..." (the driver also writes
 // pid='<unknown>', name=<unknown>, or neither).
 void take_process(std::string_view& rest, XidEvent& e) {
-  rest = trim(rest);
+  rest = trim_blanks(rest);
   if (rest.starts_with("pid=")) {
     const size_t comma = rest.find(", ");
     std::string_view v = rest.substr(4, comma == std::string_view::npos ? rest.npos : comma - 4);
-    e.pid = parse_number<int>(trim(v));
+    e.pid = parse_number<int>(trim_blanks(v));
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
   }
-  rest = trim(rest);
+  rest = trim_blanks(rest);
   if (rest.starts_with("name=")) {
     const size_t comma = rest.find(", ");
     std::string_view v = rest.substr(5, comma == std::string_view::npos ? rest.npos : comma - 5);
-    v = trim(v);
+    v = trim_blanks(v);
     if (v != "<unknown>" && v != "'<unknown>'") e.process = excerpt(v, 64);
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
   }
@@ -124,10 +117,10 @@ std::optional<XidEvent> parse_xid(std::string_view after_marker, bool nvswitch) 
   // A MIG instance, when the error is one's: "(PCI:0000:01:00 GPU-I:05 GPU-CI:01)".
   const size_t close = s.find(')');
   if (close == std::string_view::npos || close > 40) return std::nullopt;
-  e.mig = std::string(trim(s.substr(0, close)));
+  e.mig = std::string(trim_blanks(s.substr(0, close)));
   s.remove_prefix(close + 1);
   if (s.starts_with(":")) s.remove_prefix(1);
-  s = trim(s);
+  s = trim_blanks(s);
   size_t digits = 0;
   while (digits < s.size() && is_digit(s[digits]))
     ++digits;
@@ -137,7 +130,7 @@ std::optional<XidEvent> parse_xid(std::string_view after_marker, bool nvswitch) 
   s.remove_prefix(digits);
   if (s.starts_with(",")) s.remove_prefix(1);
   take_process(s, e);
-  e.detail = excerpt(trim(s), 200);
+  e.detail = excerpt(trim_blanks(s), 200);
   return e;
 }
 

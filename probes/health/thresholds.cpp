@@ -8,6 +8,7 @@
 #include "probes/base/error.hpp"
 #include "probes/base/input_file.hpp"
 #include "probes/base/parse_number.hpp"
+#include "probes/base/trim.hpp"
 
 namespace commtool::health {
 
@@ -55,14 +56,6 @@ std::vector<Field> fields() {
   return out;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 std::vector<ThresholdInfo> describe(const Thresholds& t) {
@@ -83,15 +76,15 @@ Thresholds parse_thresholds(std::string_view text, const std::string& source, Th
     ++line_no;
     if (const size_t hash = line.find('#'); hash != std::string_view::npos)
       line = line.substr(0, hash);
-    line = trim(line);
+    line = trim_blanks(line);
     if (line.empty()) continue;
     const std::string where = fmt::format("{}:{}", excerpt(source), line_no);
     const size_t eq = line.find('=');
     if (eq == std::string_view::npos) {
       throw usage_error(fmt::format("{}: '{}' is not a 'name = value' line", where, excerpt(line)));
     }
-    const std::string_view name = trim(line.substr(0, eq));
-    const std::string_view value = trim(line.substr(eq + 1));
+    const std::string_view name = trim_blanks(line.substr(0, eq));
+    const std::string_view value = trim_blanks(line.substr(eq + 1));
     const Field* field = nullptr;
     for (const Field& f : known)
       if (f.name == name) field = &f;
