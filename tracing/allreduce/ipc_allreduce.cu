@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "probes/base/cuda/cuda_check.hpp"
+#include "probes/base/cuda/element_convert.cuh"
 #include "probes/base/cuda/global_timer.cuh"
 #include "probes/base/error.hpp"
 #include "tracing/allreduce/ipc_allreduce.hpp"
@@ -57,22 +58,8 @@ __device__ inline T* data(char* buffer) {
 
 using cuda::global_ns;
 
-template <typename T>
-__device__ inline float to_float(T x) {
-  return static_cast<float>(x);
-}
-template <typename T>
-__device__ inline T from_float(float x) {
-  return static_cast<T>(x);
-}
-template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-template <>
-__device__ inline __half from_float<__half>(float x) {
-  return __float2half_rn(x);
-}
+using cuda::from_float;
+using cuda::to_float;
 
 // 16 bytes of elements: one vector load or store where the address allows it. A thread takes
 // kUnroll packs per step, kIpcElementsPerThread elements.

@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 
 #include "probes/base/cuda/cuda_check.hpp"
+#include "probes/base/cuda/element_convert.cuh"
 #include "probes/base/cuda/global_timer.cuh"
 #include "tracing/collectives/collective_data.hpp"
 #include "tracing/collectives/collective_values.cuh"
@@ -19,34 +20,9 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kBlocksPerSm = 4;
 
+using cuda::from_int;
 using cuda::global_ns;
-
-// Small integers convert exactly to and from every type; 16-bit floats need the intrinsics.
-template <typename T>
-__device__ inline T from_int(int v) {
-  return static_cast<T>(v);
-}
-template <>
-__device__ inline __half from_int<__half>(int v) {
-  return __int2half_rn(v);
-}
-template <>
-__device__ inline __nv_bfloat16 from_int<__nv_bfloat16>(int v) {
-  return __int2bfloat16_rn(v);
-}
-
-template <typename T>
-__device__ inline double to_double(T x) {
-  return static_cast<double>(x);
-}
-template <>
-__device__ inline double to_double<__half>(__half x) {
-  return static_cast<double>(__half2float(x));
-}
-template <>
-__device__ inline double to_double<__nv_bfloat16>(__nv_bfloat16 x) {
-  return static_cast<double>(__bfloat162float(x));
-}
+using cuda::to_double;
 
 template <typename T>
 __global__ void fill_input(T* __restrict__ send, size_t elements, ReduceOp op, int rank,
