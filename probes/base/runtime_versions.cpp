@@ -9,6 +9,7 @@
 #include "probes/base/dynlib.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/nccl/nccl_library.hpp"
+#include "probes/base/nvml_session.hpp"
 
 namespace commtool {
 
@@ -61,18 +62,15 @@ std::string cuda_driver_version() {
 }
 
 std::string nvidia_driver_version() {
-  DynamicLibrary lib({"libnvidia-ml.so.1"});
-  if (!lib) return "not found (" + lib.error() + ")";
-  using Init = int (*)();
-  using Version = int (*)(char*, unsigned);
-  auto init = lib.symbol<Init>("nvmlInit_v2");
-  auto version = lib.symbol<Version>("nvmlSystemGetDriverVersion");
-  auto shutdown = lib.symbol<Init>("nvmlShutdown");
-  if (!init || !version || !shutdown || init() != 0) return "NVML found, but nvmlInit failed";
+  const nvml::Session session;
+  if (!session.started()) return "not found (" + session.why_not() + ")";
+  using Version = nvml::Return (*)(char*, unsigned);
+  const auto version = session.symbol<Version>("nvmlSystemGetDriverVersion");
   char text[96] = {};
-  int rc = version(text, sizeof text);
-  shutdown();
-  return rc == 0 ? std::string(text) : "NVML found, but the driver version is unreadable";
+  if (!version || version(text, sizeof text) != nvml::kSuccess) {
+    return "NVML started, but the driver version is unreadable";
+  }
+  return text;
 }
 
 }  // namespace

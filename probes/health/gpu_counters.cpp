@@ -2,19 +2,16 @@
 
 #include <fmt/format.h>
 
-#include "probes/base/dynlib.hpp"
+#include "probes/base/nvml_session.hpp"
 
 namespace commtool::health {
 
 namespace {
 
-// --- NVML's public API as we rely on it (nvml.h, stable since R450; the build machine has no
-// nvml.h, so the few declarations are here) ---
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st*;
-constexpr nvmlReturn_t NVML_SUCCESS = 0;
-constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
-constexpr unsigned kMaxNvLinks = 18;                                    // NVML_NVLINK_MAX_LINKS
+using nvml::Device;
+using nvml::kMaxNvLinks;
+using nvml::kSuccess;
+using nvml::Return;
 enum : int { kCorrected = 0, kUncorrected = 1 };                        // nvmlMemoryErrorType_t
 enum : int { kVolatile = 0, kAggregate = 1 };                           // nvmlEccCounterType_t
 enum : int { kRetireSbe = 0, kRetireDbe = 1 };                          // nvmlPageRetirementCause_t
@@ -23,55 +20,44 @@ enum : int { kReplay = 0, kRecovery = 1, kCrcFlit = 2, kCrcData = 3 };  // nvmlN
 // nvmlGpuFabricInfo_t, the first version (R535; the call is kept for it in later drivers).
 struct FabricInfo {
   unsigned char cluster_uuid[16];
-  nvmlReturn_t status;
+  Return status;
   unsigned clique_id;
   unsigned char state;
 };
 
+// The entry points the counters use, beside the session's.
 struct Nvml {
-  explicit Nvml(const std::string& library) : lib({library}) {}
-  DynamicLibrary lib;
+  explicit Nvml(const nvml::Session& s) : session(s) {}
+  const nvml::Session& session;
   template <class Fn>
   Fn get(const char* name) const {
-    return lib.symbol<Fn>(name);
+    return session.symbol<Fn>(name);
   }
-  nvmlReturn_t (*init)() = get<decltype(init)>("nvmlInit_v2");
-  nvmlReturn_t (*shutdown)() = get<decltype(shutdown)>("nvmlShutdown");
-  const char* (*error_string)(nvmlReturn_t) = get<decltype(error_string)>("nvmlErrorString");
-  nvmlReturn_t (*by_bus_id)(const char*, nvmlDevice_t*) =
-      get<decltype(by_bus_id)>("nvmlDeviceGetHandleByPciBusId_v2");
-  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = get<decltype(uuid)>("nvmlDeviceGetUUID");
-  nvmlReturn_t (*ecc_mode)(nvmlDevice_t, int*,
-                           int*) = get<decltype(ecc_mode)>("nvmlDeviceGetEccMode");
-  nvmlReturn_t (*ecc_total)(nvmlDevice_t, int, int, unsigned long long*) =
+  Return (*uuid)(Device, char*, unsigned) = get<decltype(uuid)>("nvmlDeviceGetUUID");
+  Return (*ecc_mode)(Device, int*, int*) = get<decltype(ecc_mode)>("nvmlDeviceGetEccMode");
+  Return (*ecc_total)(Device, int, int, unsigned long long*) =
       get<decltype(ecc_total)>("nvmlDeviceGetTotalEccErrors");
-  nvmlReturn_t (*retired)(nvmlDevice_t, int, unsigned*, unsigned long long*) =
-      get<decltype(retired)>("nvmlDeviceGetRetiredPages");
-  nvmlReturn_t (*retired_pending)(nvmlDevice_t, int*) =
+  Return (*retired)(Device, int, unsigned*,
+                    unsigned long long*) = get<decltype(retired)>("nvmlDeviceGetRetiredPages");
+  Return (*retired_pending)(Device, int*) =
       get<decltype(retired_pending)>("nvmlDeviceGetRetiredPagesPendingStatus");
-  nvmlReturn_t (*remapped)(nvmlDevice_t, unsigned*, unsigned*, unsigned*,
-                           unsigned*) = get<decltype(remapped)>("nvmlDeviceGetRemappedRows");
-  nvmlReturn_t (*replay)(nvmlDevice_t,
-                         unsigned*) = get<decltype(replay)>("nvmlDeviceGetPcieReplayCounter");
+  Return (*remapped)(Device, unsigned*, unsigned*, unsigned*,
+                     unsigned*) = get<decltype(remapped)>("nvmlDeviceGetRemappedRows");
+  Return (*replay)(Device, unsigned*) = get<decltype(replay)>("nvmlDeviceGetPcieReplayCounter");
   // Renamed in R535 ("clocks event"); the old name stays exported for older drivers.
-  nvmlReturn_t (*clock_reasons)(nvmlDevice_t, unsigned long long*) = [this] {
+  Return (*clock_reasons)(Device, unsigned long long*) = [this] {
     auto fn = get<decltype(clock_reasons)>("nvmlDeviceGetCurrentClocksEventReasons");
     return fn ? fn : get<decltype(clock_reasons)>("nvmlDeviceGetCurrentClocksThrottleReasons");
   }();
-  nvmlReturn_t (*persistence)(nvmlDevice_t,
-                              int*) = get<decltype(persistence)>("nvmlDeviceGetPersistenceMode");
-  nvmlReturn_t (*mig)(nvmlDevice_t, unsigned*,
-                      unsigned*) = get<decltype(mig)>("nvmlDeviceGetMigMode");
-  nvmlReturn_t (*fabric)(nvmlDevice_t,
-                         FabricInfo*) = get<decltype(fabric)>("nvmlDeviceGetGpuFabricInfo");
-  nvmlReturn_t (*link_state)(nvmlDevice_t, unsigned,
-                             int*) = get<decltype(link_state)>("nvmlDeviceGetNvLinkState");
-  nvmlReturn_t (*link_errors)(nvmlDevice_t, unsigned, int, unsigned long long*) =
+  Return (*persistence)(Device, int*) = get<decltype(persistence)>("nvmlDeviceGetPersistenceMode");
+  Return (*mig)(Device, unsigned*, unsigned*) = get<decltype(mig)>("nvmlDeviceGetMigMode");
+  Return (*fabric)(Device, FabricInfo*) = get<decltype(fabric)>("nvmlDeviceGetGpuFabricInfo");
+  Return (*link_state)(Device, unsigned,
+                       int*) = get<decltype(link_state)>("nvmlDeviceGetNvLinkState");
+  Return (*link_errors)(Device, unsigned, int, unsigned long long*) =
       get<decltype(link_errors)>("nvmlDeviceGetNvLinkErrorCounter");
 
-  std::string why(nvmlReturn_t r) const {
-    return error_string ? error_string(r) : fmt::format("NVML error {}", r);
-  }
+  std::string why(Return r) const { return session.why(r); }
   // A Count from one call: `call` fills `v` and returns NVML's answer.
   template <class Call>
   Count count(bool present, Call call) const {
@@ -81,8 +67,8 @@ struct Nvml {
       return c;
     }
     uint64_t v = 0;
-    const nvmlReturn_t r = call(v);
-    if (r != NVML_SUCCESS) {
+    const Return r = call(v);
+    if (r != kSuccess) {
       c.why = why(r);
       return c;
     }
@@ -94,34 +80,34 @@ struct Nvml {
 
 // A page count from nvmlDeviceGetRetiredPages: asked with room for none, NVML answers the count
 // (INSUFFICIENT_SIZE when there are some).
-nvmlReturn_t retired_count(const Nvml& nvml, nvmlDevice_t dev, int cause, uint64_t& v) {
+Return retired_count(const Nvml& nvml, Device dev, int cause, uint64_t& v) {
   unsigned n = 0;
-  const nvmlReturn_t r = nvml.retired(dev, cause, &n, nullptr);
+  const Return r = nvml.retired(dev, cause, &n, nullptr);
   v = n;
-  return r == NVML_ERROR_INSUFFICIENT_SIZE ? NVML_SUCCESS : r;
+  return r == nvml::kInsufficientSize ? kSuccess : r;
 }
 
 GpuCounters read_one(const Nvml& nvml, const std::string& bdf) {
   GpuCounters g;
   g.bdf = bdf;
-  nvmlDevice_t dev = nullptr;
-  if (const nvmlReturn_t r = nvml.by_bus_id(bdf.c_str(), &dev); r != NVML_SUCCESS) {
+  Device dev = nullptr;
+  if (const Return r = nvml.session.device(bdf, &dev); r != kSuccess) {
     g.unavailable = nvml.why(r);
     return g;
   }
   char uuid[96] = {};
-  if (nvml.uuid && nvml.uuid(dev, uuid, sizeof uuid - 1) == NVML_SUCCESS) g.uuid = uuid;
+  if (nvml.uuid && nvml.uuid(dev, uuid, sizeof uuid - 1) == kSuccess) g.uuid = uuid;
   const auto flag = [](int state, uint64_t& v) { v = state == 1 ? 1 : 0; };
   g.ecc_enabled = nvml.count(nvml.ecc_mode != nullptr, [&](uint64_t& v) {
     int current = 0, pending = 0;
-    const nvmlReturn_t r = nvml.ecc_mode(dev, &current, &pending);
+    const Return r = nvml.ecc_mode(dev, &current, &pending);
     flag(current, v);
     return r;
   });
   const auto ecc = [&](int type, int counter) {
     return nvml.count(nvml.ecc_total != nullptr, [&](uint64_t& v) {
       unsigned long long n = 0;
-      const nvmlReturn_t r = nvml.ecc_total(dev, type, counter, &n);
+      const Return r = nvml.ecc_total(dev, type, counter, &n);
       v = n;
       return r;
     });
@@ -136,13 +122,13 @@ GpuCounters read_one(const Nvml& nvml, const std::string& bdf) {
                              [&](uint64_t& v) { return retired_count(nvml, dev, kRetireDbe, v); });
   g.retired_pending = nvml.count(nvml.retired_pending != nullptr, [&](uint64_t& v) {
     int pending = 0;
-    const nvmlReturn_t r = nvml.retired_pending(dev, &pending);
+    const Return r = nvml.retired_pending(dev, &pending);
     flag(pending, v);
     return r;
   });
   unsigned corr = 0, unc = 0, pending = 0, failed = 0;
-  const nvmlReturn_t remap =
-      nvml.remapped ? nvml.remapped(dev, &corr, &unc, &pending, &failed) : NVML_SUCCESS;
+  const Return remap =
+      nvml.remapped ? nvml.remapped(dev, &corr, &unc, &pending, &failed) : kSuccess;
   const auto remap_field = [&](unsigned value) {
     return nvml.count(nvml.remapped != nullptr, [&](uint64_t& v) {
       v = value;
@@ -155,30 +141,30 @@ GpuCounters read_one(const Nvml& nvml, const std::string& bdf) {
   g.remap_failure = remap_field(failed != 0 ? 1 : 0);
   g.pcie_replay = nvml.count(nvml.replay != nullptr, [&](uint64_t& v) {
     unsigned n = 0;
-    const nvmlReturn_t r = nvml.replay(dev, &n);
+    const Return r = nvml.replay(dev, &n);
     v = n;
     return r;
   });
   g.clock_reasons = nvml.count(nvml.clock_reasons != nullptr, [&](uint64_t& v) {
     unsigned long long bits = 0;
-    const nvmlReturn_t r = nvml.clock_reasons(dev, &bits);
+    const Return r = nvml.clock_reasons(dev, &bits);
     v = bits;
     return r;
   });
   g.persistence = nvml.count(nvml.persistence != nullptr, [&](uint64_t& v) {
     int state = 0;
-    const nvmlReturn_t r = nvml.persistence(dev, &state);
+    const Return r = nvml.persistence(dev, &state);
     flag(state, v);
     return r;
   });
   g.mig = nvml.count(nvml.mig != nullptr, [&](uint64_t& v) {
     unsigned current = 0, next = 0;
-    const nvmlReturn_t r = nvml.mig(dev, &current, &next);
+    const Return r = nvml.mig(dev, &current, &next);
     v = current == 1 ? 1 : 0;
     return r;
   });
   FabricInfo fabric{};
-  const nvmlReturn_t fabric_r = nvml.fabric ? nvml.fabric(dev, &fabric) : NVML_SUCCESS;
+  const Return fabric_r = nvml.fabric ? nvml.fabric(dev, &fabric) : kSuccess;
   g.fabric_state = nvml.count(nvml.fabric != nullptr, [&](uint64_t& v) {
     v = fabric.state;
     return fabric_r;
@@ -187,20 +173,20 @@ GpuCounters read_one(const Nvml& nvml, const std::string& bdf) {
     v = static_cast<uint64_t>(static_cast<unsigned>(fabric.status));
     return fabric_r;
   });
-  if (g.fabric_status.available && fabric.status != NVML_SUCCESS) {
+  if (g.fabric_status.available && fabric.status != kSuccess) {
     g.fabric_status.why = nvml.why(fabric.status);  // the registration's error, in words
   }
   if (nvml.link_state) {
     for (unsigned link = 0; link < kMaxNvLinks; ++link) {
       int state = 0;
-      if (nvml.link_state(dev, link, &state) != NVML_SUCCESS) continue;  // no such link
+      if (nvml.link_state(dev, link, &state) != kSuccess) continue;  // no such link
       NvLinkCounters l;
       l.link = static_cast<int>(link);
       l.active = state == 1;
       const auto errors = [&](int counter) {
         return nvml.count(nvml.link_errors != nullptr, [&](uint64_t& v) {
           unsigned long long n = 0;
-          const nvmlReturn_t r = nvml.link_errors(dev, link, counter, &n);
+          const Return r = nvml.link_errors(dev, link, counter, &n);
           v = n;
           return r;
         });
@@ -219,24 +205,15 @@ GpuCounters read_one(const Nvml& nvml, const std::string& bdf) {
 
 CountersRead read_gpu_counters(const std::vector<std::string>& bdfs, const std::string& library) {
   CountersRead out;
-  Nvml nvml(library);
-  if (!nvml.lib) {
-    out.unavailable = fmt::format("NVML could not be loaded ({})", nvml.lib.error());
+  const nvml::Session session(library);
+  if (!session.started()) {
+    out.unavailable = session.why_not();
     return out;
   }
-  out.library = nvml.lib.name();
-  if (!nvml.init || !nvml.shutdown || !nvml.by_bus_id) {
-    out.unavailable =
-        fmt::format("{} lacks nvmlInit_v2 or nvmlDeviceGetHandleByPciBusId_v2", out.library);
-    return out;
-  }
-  if (const nvmlReturn_t r = nvml.init(); r != NVML_SUCCESS) {
-    out.unavailable = fmt::format("NVML did not start: {}", nvml.why(r));
-    return out;
-  }
+  out.library = session.library();
+  const Nvml nvml(session);
   for (const std::string& bdf : bdfs)
     out.gpus.push_back(read_one(nvml, bdf));
-  nvml.shutdown();
   return out;
 }
 

@@ -5,26 +5,26 @@
 #include <algorithm>
 #include <cstring>
 
-#include "probes/base/dynlib.hpp"
+#include "probes/base/nvml_session.hpp"
 #include "probes/topo/link_rate.hpp"
 
 namespace commtool::topo {
 
 namespace {
 
-// --- The declarations we rely on (NVML public API, stable since R450) ---
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st*;
-constexpr nvmlReturn_t NVML_SUCCESS = 0;
-constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;
-constexpr unsigned NVML_FEATURE_ENABLED = 1;
-enum nvmlIntNvLinkDeviceType_t : int {
-  NVML_NVLINK_DEVICE_TYPE_GPU = 0,
-  NVML_NVLINK_DEVICE_TYPE_IBMNPU = 1,
-  NVML_NVLINK_DEVICE_TYPE_SWITCH = 2,
-  NVML_NVLINK_DEVICE_TYPE_UNKNOWN = 0xff,
+using nvml::Device;
+using nvml::kSuccess;
+using nvml::Return;
+
+// nvmlIntNvLinkDeviceType_t and nvmlPciInfo_t of NVML's public header.
+enum NvLinkDeviceType : int {
+  kNvLinkGpu = 0,
+  kNvLinkIbmNpu = 1,
+  kNvLinkSwitch = 2,
+  kNvLinkUnknown = 0xff,
 };
-struct nvmlPciInfo_t {
+constexpr unsigned kFeatureEnabled = 1;  // kFeatureEnabled
+struct PciInfo {
   char busIdLegacy[16];
   unsigned domain;
   unsigned bus;
@@ -34,54 +34,45 @@ struct nvmlPciInfo_t {
   char busId[32];  // "00000000:3B:00.0"
 };
 
-struct Nvml {
-  DynamicLibrary lib{{"libnvidia-ml.so.1"}};
-  nvmlReturn_t (*init)() = lib.symbol<decltype(init)>("nvmlInit_v2");
-  nvmlReturn_t (*shutdown)() = lib.symbol<decltype(shutdown)>("nvmlShutdown");
-  const char* (*error_string)(nvmlReturn_t) = lib.symbol<decltype(error_string)>("nvmlErrorString");
-  nvmlReturn_t (*driver_version)(char*, unsigned) =
-      lib.symbol<decltype(driver_version)>("nvmlSystemGetDriverVersion");
-  nvmlReturn_t (*handle_by_bus_id)(const char*, nvmlDevice_t*) =
-      lib.symbol<decltype(handle_by_bus_id)>("nvmlDeviceGetHandleByPciBusId_v2");
-  nvmlReturn_t (*name)(nvmlDevice_t, char*,
-                       unsigned) = lib.symbol<decltype(name)>("nvmlDeviceGetName");
-  nvmlReturn_t (*compute_capability)(nvmlDevice_t, int*, int*) =
-      lib.symbol<decltype(compute_capability)>("nvmlDeviceGetCudaComputeCapability");
-  nvmlReturn_t (*curr_gen)(nvmlDevice_t, unsigned*) =
-      lib.symbol<decltype(curr_gen)>("nvmlDeviceGetCurrPcieLinkGeneration");
-  nvmlReturn_t (*curr_width)(nvmlDevice_t, unsigned*) =
-      lib.symbol<decltype(curr_width)>("nvmlDeviceGetCurrPcieLinkWidth");
-  nvmlReturn_t (*max_gen)(nvmlDevice_t, unsigned*) =
-      lib.symbol<decltype(max_gen)>("nvmlDeviceGetMaxPcieLinkGeneration");
-  nvmlReturn_t (*max_width)(nvmlDevice_t, unsigned*) =
-      lib.symbol<decltype(max_width)>("nvmlDeviceGetMaxPcieLinkWidth");
-  nvmlReturn_t (*link_state)(nvmlDevice_t, unsigned, unsigned*) =
-      lib.symbol<decltype(link_state)>("nvmlDeviceGetNvLinkState");
-  nvmlReturn_t (*link_version)(nvmlDevice_t, unsigned, unsigned*) =
-      lib.symbol<decltype(link_version)>("nvmlDeviceGetNvLinkVersion");
-  nvmlReturn_t (*remote_pci)(nvmlDevice_t, unsigned, nvmlPciInfo_t*) =
-      lib.symbol<decltype(remote_pci)>("nvmlDeviceGetNvLinkRemotePciInfo_v2");
-  nvmlReturn_t (*remote_type)(nvmlDevice_t, unsigned, nvmlIntNvLinkDeviceType_t*) =
-      lib.symbol<decltype(remote_type)>("nvmlDeviceGetNvLinkRemoteDeviceType");
+// The entry points topo uses, beside the session's.
+struct TopoCalls {
+  explicit TopoCalls(const nvml::Session& s) : session(s) {}
+  const nvml::Session& session;
+  Return (*driver_version)(char*, unsigned) =
+      session.symbol<decltype(driver_version)>("nvmlSystemGetDriverVersion");
+  Return (*name)(Device, char*, unsigned) = session.symbol<decltype(name)>("nvmlDeviceGetName");
+  Return (*compute_capability)(Device, int*, int*) =
+      session.symbol<decltype(compute_capability)>("nvmlDeviceGetCudaComputeCapability");
+  Return (*curr_gen)(Device, unsigned*) =
+      session.symbol<decltype(curr_gen)>("nvmlDeviceGetCurrPcieLinkGeneration");
+  Return (*curr_width)(Device, unsigned*) =
+      session.symbol<decltype(curr_width)>("nvmlDeviceGetCurrPcieLinkWidth");
+  Return (*max_gen)(Device, unsigned*) =
+      session.symbol<decltype(max_gen)>("nvmlDeviceGetMaxPcieLinkGeneration");
+  Return (*max_width)(Device, unsigned*) =
+      session.symbol<decltype(max_width)>("nvmlDeviceGetMaxPcieLinkWidth");
+  Return (*link_state)(Device, unsigned, unsigned*) =
+      session.symbol<decltype(link_state)>("nvmlDeviceGetNvLinkState");
+  Return (*link_version)(Device, unsigned, unsigned*) =
+      session.symbol<decltype(link_version)>("nvmlDeviceGetNvLinkVersion");
+  Return (*remote_pci)(Device, unsigned, PciInfo*) =
+      session.symbol<decltype(remote_pci)>("nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  Return (*remote_type)(Device, unsigned, NvLinkDeviceType*) =
+      session.symbol<decltype(remote_type)>("nvmlDeviceGetNvLinkRemoteDeviceType");
 
-  bool complete() const {
-    return init && shutdown && error_string && handle_by_bus_id && name && link_state;
-  }
-  std::string why(nvmlReturn_t r) const {
-    return error_string ? error_string(r) : fmt::format("NVML error {}", r);
-  }
+  bool complete() const { return name && link_state; }
 };
 
-NvLinkPeer peer_kind(const Topology& topo, const std::string& bdf, const Nvml& nvml,
-                     nvmlDevice_t dev, unsigned link) {
-  nvmlIntNvLinkDeviceType_t type = NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
-  if (nvml.remote_type && nvml.remote_type(dev, link, &type) == NVML_SUCCESS) {
+NvLinkPeer peer_kind(const Topology& topo, const std::string& bdf, const TopoCalls& nvml,
+                     Device dev, unsigned link) {
+  NvLinkDeviceType type = kNvLinkUnknown;
+  if (nvml.remote_type && nvml.remote_type(dev, link, &type) == kSuccess) {
     switch (type) {
-      case NVML_NVLINK_DEVICE_TYPE_GPU:
+      case kNvLinkGpu:
         return NvLinkPeer::kGpu;
-      case NVML_NVLINK_DEVICE_TYPE_SWITCH:
+      case kNvLinkSwitch:
         return NvLinkPeer::kNvSwitch;
-      case NVML_NVLINK_DEVICE_TYPE_IBMNPU:
+      case kNvLinkIbmNpu:
         return NvLinkPeer::kCpu;
       default:
         break;
@@ -95,20 +86,20 @@ NvLinkPeer peer_kind(const Topology& topo, const std::string& bdf, const Nvml& n
   return NvLinkPeer::kUnknown;
 }
 
-void read_nvlinks(const Nvml& nvml, nvmlDevice_t dev, Topology& topo, Gpu& gpu) {
-  for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+void read_nvlinks(const TopoCalls& nvml, Device dev, Topology& topo, Gpu& gpu) {
+  for (unsigned link = 0; link < nvml::kMaxNvLinks; ++link) {
     unsigned state = 0;
-    if (nvml.link_state(dev, link, &state) != NVML_SUCCESS) continue;  // link does not exist
+    if (nvml.link_state(dev, link, &state) != kSuccess) continue;  // link does not exist
     NvLink l;
     l.link = static_cast<int>(link);
-    l.active = state == NVML_FEATURE_ENABLED;
+    l.active = state == kFeatureEnabled;
     unsigned version = 0;
-    if (nvml.link_version && nvml.link_version(dev, link, &version) == NVML_SUCCESS) {
+    if (nvml.link_version && nvml.link_version(dev, link, &version) == kSuccess) {
       l.nvml_version = static_cast<int>(version);
     }
     l.generation = nvlink_generation_for_sm(gpu.sm);
-    nvmlPciInfo_t remote{};
-    if (l.active && nvml.remote_pci && nvml.remote_pci(dev, link, &remote) == NVML_SUCCESS) {
+    PciInfo remote{};
+    if (l.active && nvml.remote_pci && nvml.remote_pci(dev, link, &remote) == kSuccess) {
       l.peer_bdf = canonical_bdf(remote.busId).value_or("");
       l.peer = peer_kind(topo, l.peer_bdf, nvml, dev, link);
       if (l.peer == NvLinkPeer::kNvSwitch && !l.peer_bdf.empty() &&
@@ -121,11 +112,11 @@ void read_nvlinks(const Nvml& nvml, nvmlDevice_t dev, Topology& topo, Gpu& gpu) 
   }
 }
 
-void read_pcie(const Nvml& nvml, nvmlDevice_t dev, PcieLink& link) {
+void read_pcie(const TopoCalls& nvml, Device dev, PcieLink& link) {
   // sysfs is the primary source; NVML fills what a VM's sysfs leaves out.
   auto fill = [&](auto fn, int& field) {
     unsigned v = 0;
-    if (field == 0 && fn && fn(dev, &v) == NVML_SUCCESS) field = static_cast<int>(v);
+    if (field == 0 && fn && fn(dev, &v) == kSuccess) field = static_cast<int>(v);
   };
   fill(nvml.curr_gen, link.current_gen);
   fill(nvml.curr_width, link.current_width);
@@ -136,45 +127,41 @@ void read_pcie(const Nvml& nvml, nvmlDevice_t dev, PcieLink& link) {
 }  // namespace
 
 void enrich_with_nvml(Topology& topo) {
-  Nvml nvml;
-  if (!nvml.lib) {
-    topo.nvml_error = "cannot load libnvidia-ml.so.1 (" + nvml.lib.error() + ")";
+  const nvml::Session session;
+  if (!session.started()) {
+    topo.nvml_error = session.why_not();
     topo.missing.push_back({"NVML", topo.nvml_error + ": no names, NVLink or driver version"});
     return;
   }
+  const TopoCalls nvml(session);
   if (!nvml.complete()) {
-    topo.nvml_error =
-        "libnvidia-ml.so.1 lacks entry points commtool needs (driver older than R450?)";
-    topo.missing.push_back({"NVML", topo.nvml_error});
-    return;
-  }
-  if (nvmlReturn_t r = nvml.init(); r != NVML_SUCCESS) {
-    topo.nvml_error = "nvmlInit failed: " + nvml.why(r);
+    topo.nvml_error = session.library() +
+                      " lacks nvmlDeviceGetName or nvmlDeviceGetNvLinkState (a driver older than "
+                      "R450?)";
     topo.missing.push_back({"NVML", topo.nvml_error});
     return;
   }
   topo.nvml_available = true;
   char version[96] = {};
-  if (nvml.driver_version && nvml.driver_version(version, sizeof version) == NVML_SUCCESS) {
+  if (nvml.driver_version && nvml.driver_version(version, sizeof version) == kSuccess) {
     topo.driver_version = version;
   }
   for (Gpu& gpu : topo.gpus) {
-    nvmlDevice_t dev = nullptr;
-    if (nvmlReturn_t r = nvml.handle_by_bus_id(gpu.bdf.c_str(), &dev); r != NVML_SUCCESS) {
-      topo.missing.push_back({"NVML data for " + gpu.bdf, nvml.why(r)});
+    Device dev = nullptr;
+    if (Return r = session.device(gpu.bdf, &dev); r != kSuccess) {
+      topo.missing.push_back({"NVML data for " + gpu.bdf, session.why(r)});
       continue;
     }
     char name[96] = {};
-    if (nvml.name(dev, name, sizeof name) == NVML_SUCCESS) gpu.name = name;
+    if (nvml.name(dev, name, sizeof name) == kSuccess) gpu.name = name;
     int major = 0, minor = 0;
-    if (nvml.compute_capability && nvml.compute_capability(dev, &major, &minor) == NVML_SUCCESS) {
+    if (nvml.compute_capability && nvml.compute_capability(dev, &major, &minor) == kSuccess) {
       gpu.sm = major * 10 + minor;
     }
     read_pcie(nvml, dev, gpu.pcie);
     read_nvlinks(nvml, dev, topo, gpu);
     gpu.nvlinks_known = true;
   }
-  nvml.shutdown();
 }
 
 }  // namespace commtool::topo
