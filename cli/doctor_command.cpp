@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/doctor_cluster.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/output_file.hpp"
 #include "probes/health/thresholds.hpp"
@@ -40,14 +41,19 @@ int run_doctor(const GlobalOptions& global, const DoctorOptions& o) {
   q.kernel_log = o.kernel_log;
   q.timeout_s = global.timeout_s;
   q.devices = global.device_indices;
+  if (under_mpi(global)) return run_doctor_cluster(global, q, baseline);
   if (global.verbose) {
     q.on_step = [](const char* step) { std::cerr << "doctor: " << step << "\n"; };
   }
   const doctor::Evidence evidence = doctor::gather(q);
   reports::doctor::Verdict verdict = reports::doctor::judge(evidence);
   if (baseline) reports::doctor::compare_with_baseline(verdict, *baseline);
-  emit(global, global.json ? reports::doctor::doctor_to_json(evidence, verdict).dump(2) + "\n"
-                           : reports::doctor::render_doctor_text(evidence, verdict));
+  // A kernel log's line may be any bytes; JSON text must be UTF-8.
+  emit(global, global.json
+                   ? reports::doctor::doctor_to_json(evidence, verdict)
+                             .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                         "\n"
+                   : reports::doctor::render_doctor_text(evidence, verdict));
   return reports::doctor::exit_code(evidence, verdict);
 }
 
@@ -60,7 +66,8 @@ Runner register_doctor(CLI::App& app, const GlobalOptions& global) {
       "Is this node's GPU communication healthy? The GPUs' own error reports (Xids in the kernel "
       "log, ECC, memory repair, PCIe replays, NVLink errors, clocks), topo's findings, a probe "
       "of each GPU's copies and a checked NCCL all-reduce, on one page: PASS, WARN or FAIL "
-      "with the evidence and what to do. Exit 0 all passed, 6 a WARN, 7 a FAIL, 3 no GPU");
+      "with the evidence and what to do. Under mpirun or srun, one page for the job: the nodes "
+      "that differ from the rest first. Exit 0 all passed, 6 a WARN, 7 a FAIL, 3 no GPU");
   cmd->add_option("--level", o->level,
                   "quick: counters, kernel log, topology, 64 MiB copies to and from each GPU, an "
                   "all-reduce of 8 B-64 MiB (seconds); standard: 256 MiB copies, every GPU pair's "

@@ -94,3 +94,19 @@ TEST(CliDoctor, ABaselineThatIsNoDoctorJsonIsExit2BeforeAnythingRuns) {
   EXPECT_TRUE(contains(r.out, "not a doctor --json document (command \"topo\")")) << r.out;
   EXPECT_FALSE(contains(r.out, "commtool doctor:")) << r.out;  // no page: nothing was examined
 }
+
+// A kernel log's line may carry any bytes (a process name, a corrupted record): --json is still
+// one valid UTF-8 document, the bad bytes replaced, and the Xid is still read.
+TEST(CliDoctor, AKernelLogLineThatIsNotUtf8GivesValidJson) {
+  TempDir dir;
+  const std::string log = (dir.path / "dmesg.txt").string();
+  std::ofstream(log) << "[  12.5] NVRM: Xid (PCI:0000:91:00): 13, pid=4242, name=tr\xff\xfe"
+                        "in, Graphics SM Warp Exception\n";
+  const std::string out = (dir.path / "doctor.json").string();
+  const Result r = run("doctor --json --kernel-log " + log + " --output " + out);
+  EXPECT_NE(r.code, 1) << r.out;  // never "internal error"
+  std::ifstream in(out);
+  ASSERT_TRUE(in.good()) << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["kernel_log"]["events"], 1) << doc.dump(2);
+}
