@@ -11,6 +11,7 @@
 #include "cli/option_names.hpp"
 #include "probes/bandwidth/probe_cluster.hpp"
 #include "probes/base/cluster/mpi_session.hpp"
+#include "probes/base/cluster/per_host.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/watchdog.hpp"
 #include "reports/probe/probe_report.hpp"
@@ -25,17 +26,6 @@ constexpr const char* kStartAdvice =
 constexpr const char* kMeasureAdvice =
     "waiting for every node's probe to end: a node's measuring rank is stuck outside its GPU "
     "waits (each of those is bounded by --timeout); mpirun or srun names the ranks that exited";
-
-// A host name of up to 255 bytes (POSIX HOST_NAME_MAX) and room to spare.
-constexpr uint64_t kMaxHostBytes = 4096;
-
-// The ranks that measure, as rank 0 tells them: one character per rank, 'M' where it measures.
-std::string measuring_marks(const std::vector<int>& measurers, size_t ranks) {
-  std::string marks(ranks, '-');
-  for (int rank : measurers)
-    marks.at(static_cast<size_t>(rank)) = 'M';
-  return marks;
-}
 
 probe::NodeProbe measure_node(const probe::ProbeRequest& request, const std::string& host,
                               int rank) {
@@ -57,16 +47,13 @@ probe::NodeProbe measure_node(const probe::ProbeRequest& request, const std::str
 }
 
 // Rank 0: the measuring ranks' nodes, each with its count of ranks on the host.
-std::vector<probe::NodeProbe> read_nodes(const std::vector<std::string>& payloads,
-                                         const std::vector<std::string>& hosts,
-                                         const std::vector<int>& measurers) {
-  std::map<std::string, int> ranks_on;
-  for (const std::string& h : hosts)
-    ++ranks_on[h];
+std::vector<probe::NodeProbe> read_nodes(const cluster::PerHostResult& gathered) {
+  const std::vector<int> ranks_on = cluster::ranks_on_worker_hosts(gathered);
   std::vector<probe::NodeProbe> nodes;
-  for (int r : measurers) {
-    nodes.push_back(probe::decode_node_probe(payloads[static_cast<size_t>(r)], r));
-    nodes.back().node_ranks = ranks_on[hosts[static_cast<size_t>(r)]];
+  for (size_t i = 0; i < gathered.workers.size(); ++i) {
+    const int r = gathered.workers[i];
+    nodes.push_back(probe::decode_node_probe(gathered.payloads[static_cast<size_t>(r)], r));
+    nodes.back().node_ranks = ranks_on[i];
   }
   return nodes;
 }
@@ -112,53 +99,30 @@ int run_probe_cluster(const GlobalOptions& global, const probe::ProbeRequest& re
   waiting->stage("mpi-init", false, kStartAdvice);
   cluster::MpiSession session = cluster::MpiSession::start();
   waiting.reset();
-  const std::string who = fmt::format("rank {} on {}", session.rank(), session.hostname());
-
-  // Who measures where: every rank's host to rank 0, the measuring ranks back to all.
-  std::vector<std::string> hosts;
-  std::vector<int> measurers;
-  bool measures = false;
-  {
-    Watchdog watchdog("probe (" + who + ")", limit);
-    watchdog.stage("hosts", false, kStartAdvice);
-    hosts = session.gather_to_root(session.hostname(), kMaxHostBytes);
-    std::string marks;
-    if (session.is_root()) {
-      measurers = probe::measuring_ranks(hosts);
-      marks = measuring_marks(measurers, hosts.size());
-    }
-    marks = session.broadcast_from_root(marks);
-    measures = marks.size() > static_cast<size_t>(session.rank()) && marks[session.rank()] == 'M';
-  }
-  if (global.verbose) {
+  cluster::PerHostSpec spec;
+  spec.command = "probe";
+  spec.timeout_s = global.timeout_s;
+  // A node's probe runs as long as it runs (every GPU wait in it is bounded by --timeout);
+  // the ranks that wait for it allow ten minutes, or twenty timeouts, before giving up.
+  spec.work_limit_s = std::max(600.0, 20 * global.timeout_s);
+  spec.start_advice = kStartAdvice;
+  spec.work_advice = kMeasureAdvice;
+  spec.max_payload_bytes = probe::kMaxNodePayloadBytes;
+  spec.on_role = [&](bool measures) {
+    if (!global.verbose) return;
     std::cerr << fmt::format("probe: rank {} of {} on {}{}, {}\n", session.rank(), session.size(),
                              session.hostname(), measures ? ", measuring this node" : ", waiting",
                              session.library_version());
-  }
-
-  std::string payload;
-  if (measures) {
-    payload = probe::encode_node_probe(measure_node(request, session.hostname(), session.rank()));
-  }
-
-  std::vector<std::string> payloads;
-  {
-    // A node's probe runs as long as it runs (every GPU wait in it is bounded by --timeout);
-    // the ranks that wait for it allow ten minutes, or twenty timeouts, before giving up.
-    const std::chrono::duration<double> measuring(std::max(600.0, 20 * global.timeout_s));
-    Watchdog watchdog("probe (" + who + ")", measuring);
-    watchdog.stage("wait", false, kMeasureAdvice);
-    session.barrier_sleeping(std::chrono::milliseconds(2));
-    watchdog.stage("gather", false, kMeasureAdvice);
-    payloads = session.gather_to_root(payload, probe::kMaxNodePayloadBytes);
-  }
+  };
+  const cluster::PerHostResult gathered = cluster::run_once_per_host(session, spec, [&] {
+    return probe::encode_node_probe(measure_node(request, session.hostname(), session.rank()));
+  });
   if (!session.is_root()) {
     session.finalize();
     return 0;
   }
 
-  probe::ProbeClusterView view =
-      probe::compare_nodes(read_nodes(payloads, hosts, measurers), session.size());
+  probe::ProbeClusterView view = probe::compare_nodes(read_nodes(gathered), session.size());
   session.finalize();
   const bool any_measured = std::any_of(view.nodes.begin(), view.nodes.end(),
                                         [](const probe::NodeProbe& n) { return n.ok; });

@@ -6,6 +6,7 @@
 
 #include "next_step_checks.hpp"
 #include "probes/bandwidth/probe_cluster.hpp"
+#include "probes/base/cluster/per_host.hpp"
 #include "probes/base/error.hpp"
 #include "reports/probe/probe_report.hpp"
 
@@ -50,8 +51,13 @@ NodeProbe failed(const std::string& host, int rank) {
 }  // namespace
 
 TEST(ProbeCluster, TheLowestRankOfEachHostMeasures) {
-  EXPECT_EQ(measuring_ranks({"a", "a", "b", "b", "a", "c"}), (std::vector<int>{0, 2, 5}));
-  EXPECT_EQ(measuring_ranks({"a"}), (std::vector<int>{0}));
+  using cluster::lowest_rank_per_host;
+  EXPECT_EQ(lowest_rank_per_host({"a", "a", "b", "b", "a", "c"}), (std::vector<int>{0, 2, 5}));
+  EXPECT_EQ(lowest_rank_per_host({"a"}), (std::vector<int>{0}));
+  cluster::PerHostResult r;
+  r.hosts = {"a", "a", "b", "b", "a", "c"};
+  r.workers = {0, 2, 5};
+  EXPECT_EQ(cluster::ranks_on_worker_hosts(r), (std::vector<int>{3, 2, 1}));
 }
 
 TEST(ProbeCluster, NodePayloadRoundTrips) {

@@ -15,15 +15,6 @@ namespace commtool::probe {
 
 using nlohmann::json;
 
-std::vector<int> measuring_ranks(const std::vector<std::string>& hosts) {
-  std::set<std::string> seen;
-  std::vector<int> out;
-  for (size_t r = 0; r < hosts.size(); ++r) {
-    if (seen.insert(hosts[r]).second) out.push_back(static_cast<int>(r));
-  }
-  return out;
-}
-
 NodeProbe node_probe(const std::string& host, int rank, const ProbeReport& report) {
   NodeProbe node;
   node.host = host;

@@ -1,5 +1,6 @@
 // `probe` under MPI, the pure half: which rank measures each node, what a node sends rank 0, and
-// how rank 0 sets the nodes' figures side by side. The MPI steps are in cli/probe_cluster.cpp.
+// how rank 0 sets the nodes' figures side by side. The MPI steps are in cli/probe_cluster.cpp, on
+// probes/base/cluster/per_host.hpp.
 //
 // One rank per node measures, and it measures that node's GPUs in turn, exactly as `commtool
 // probe` does on one machine: ranks measuring side by side on one node would share its PCIe
@@ -15,10 +16,6 @@
 #include "probes/bandwidth/probe_plan.hpp"
 
 namespace commtool::probe {
-
-// The ranks that measure, ascending: the lowest rank of each host, given every rank's host in
-// rank order.
-std::vector<int> measuring_ranks(const std::vector<std::string>& hosts);
 
 // One node's probe as its measuring rank sends it to rank 0.
 struct NodeProbe {
