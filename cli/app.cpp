@@ -104,7 +104,9 @@ void add_global_options(CLI::App& app, GlobalOptions& global, bool& version) {
   app.add_flag("--mpi", global.mpi,
                "Run as one rank of an MPI job (mpirun or srun start one commtool per rank): topo "
                "gathers every rank's node and rank 0 prints the cluster view; probe measures "
-               "each node from its lowest rank and rank 0 sets the nodes side by side; trace and "
+               "each node from its lowest rank and rank 0 sets the nodes side by side; doctor "
+               "examines each node from its lowest rank and rank 0 prints the nodes that differ "
+               "from the rest; trace and "
                "diagnose run one worker per rank, on the node's GPU of its local rank, and rank "
                "0 prints the report. Implied under mpirun and srun");
 }

@@ -31,8 +31,8 @@ struct GlobalOptions {
 };
 
 // The subcommands that run as the ranks of an MPI job: topo (the cluster view), probe (one
-// measuring rank per node, cli/probe_cluster.hpp), trace and diagnose (one worker per rank,
-// cli/mpi_run.hpp).
+// measuring rank per node, cli/probe_cluster.hpp), doctor (one examining rank per node,
+// cli/doctor_cluster.hpp), trace and diagnose (one worker per rank, cli/mpi_run.hpp).
 bool runs_under_mpi(const std::string& subcommand);
 
 // What MPI means for the chosen subcommand, decided before it runs (cli/mpi_use.cpp): nullopt to

@@ -33,7 +33,7 @@ std::string launcher_words(const GlobalOptions& global) {
 
 bool runs_under_mpi(const std::string& subcommand) {
   return subcommand == "topo" || subcommand == "probe" || subcommand == "trace" ||
-         subcommand == "diagnose";
+         subcommand == "diagnose" || subcommand == "doctor";
 }
 
 std::optional<int> check_mpi_use(const GlobalOptions& global, const std::string& subcommand) {
@@ -41,10 +41,12 @@ std::optional<int> check_mpi_use(const GlobalOptions& global, const std::string&
   if (!runs_under_mpi(subcommand)) {
     std::string message =
         global.mpi
-            ? fmt::format("--mpi: topo, probe, trace and diagnose run under MPI; {} does not",
-                          subcommand)
+            ? fmt::format(
+                  "--mpi: topo, probe, trace, diagnose and doctor run under MPI; {} does not",
+                  subcommand)
             : fmt::format(
-                  "{} does not run under MPI, only topo, probe, trace and diagnose do: run {} "
+                  "{} does not run under MPI, only topo, probe, trace, diagnose and doctor do: run "
+                  "{} "
                   "once per node, without the launcher ({})",
                   subcommand, subcommand, launcher_words(global));
     if (subcommand == "record") {

@@ -100,7 +100,8 @@ TEST(MpiTopo, ARankThatCannotReadItsNodeIsNamedByRankZeroOnce) {
 TEST(MpiTopo, ACommandThatDoesNotRunUnderMpiIsRefusedOnceWithoutInitialisingMpi) {
   auto r = mpirun(4, "report /nonexistent");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_EQ(count(r.out, "report does not run under MPI, only topo, probe, trace and diagnose do"),
+  EXPECT_EQ(count(r.out,
+                  "report does not run under MPI, only topo, probe, trace, diagnose and doctor do"),
             1u)
       << r.out;
 }
@@ -137,4 +138,39 @@ TEST(MpiTopo, AMeasuringCommandRunsAtRankZeroAndTheOtherRanksEndWithIt) {
   ASSERT_EQ(r.code, 0) << r.out;
   // A dry run plans for the job's ranks.
   EXPECT_EQ(count(r.out, "commtool diagnose ep: 3 rank(s), 64 tokens per rank"), 1u) << r.out;
+}
+
+// doctor: the lowest rank of each host examines it, the others wait; rank 0 prints one page for
+// the job. All ranks here share one host: one node. Without a GPU (CI) the page says so and
+// the job ends with 3; with one (the GPU machine) with the node's verdict.
+TEST(MpiTopo, DoctorExaminesEachHostFromOneRankAndRankZeroPrintsOnePage) {
+  auto r = mpirun(3, "-v doctor --kernel-log " + kFixtures + "/kernel_log/public_xid_lines.txt");
+  EXPECT_EQ(count(r.out, ", examining this node"), 1u) << r.out;
+  EXPECT_EQ(count(r.out, ", waiting"), 2u) << r.out;
+  EXPECT_TRUE(contains(r.out, "doctor: rank 0 of 3 on " + hostname() + ", examining this node"))
+      << r.out;
+  EXPECT_EQ(count(r.out, "commtool doctor across 1 node(s), 3 MPI rank(s), level quick: FAIL"), 1u)
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "FAIL  1 node(s): " + hostname() + " (rank 0)")) << r.out;
+  if (r.code == 3) {
+    EXPECT_TRUE(contains(r.out, "FAIL  node  GPUs: no NVIDIA GPU")) << r.out;
+  } else {
+    EXPECT_EQ(r.code, 7) << r.out;  // the fixture's Xids of GPUs this machine does not have
+  }
+
+  auto j = mpirun(3, "--json doctor --kernel-log " + kFixtures + "/kernel_log/public_xid_lines.txt",
+                  /*with_stderr=*/false);
+  const nlohmann::json doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["cluster"], true);
+  EXPECT_EQ(doc["ranks"], 3);
+  ASSERT_EQ(doc["nodes"].size(), 1u);
+  EXPECT_EQ(doc["nodes"][0]["node_ranks"], 3);
+  EXPECT_EQ(doc["exit_code"], j.code);
+}
+
+TEST(MpiTopo, ABadDoctorThresholdsFileIsSaidOnceBeforeAnyNodeIsExamined) {
+  auto r = mpirun(3, "doctor --thresholds /nonexistent/site.conf");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(count(r.out, "/nonexistent/site.conf"), 1u) << r.out;
+  EXPECT_FALSE(contains(r.out, "commtool doctor across")) << r.out;
 }
