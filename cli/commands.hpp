@@ -43,22 +43,6 @@ std::unique_ptr<CommandLine> make_command_line();
 int report_run(const GlobalOptions& global, const tracing::TraceRun& run,
                const std::string& trace_file);
 
-// What a job commtool did not launch left, among the paths given to `report`: a file is taken
-// for what its first bytes look like (a RAS answer, NCCL's log, or a Flight Recorder dump, whose
-// reader says if it is not one); a directory gives the regular files in it (not below) that look
-// like either, `found` holding those (the readers leave out, with a warning, one that is not).
-struct JobArtifacts {
-  std::vector<std::filesystem::path> dumps;
-  std::vector<std::filesystem::path> ras;
-  std::vector<std::filesystem::path> logs;  // NCCL's logs
-  std::set<std::filesystem::path> found;
-};
-JobArtifacts find_job_artifacts(const std::vector<std::string>& paths);
-// One job's verdict from them: the Flight Recorder dumps' cross-rank verdict, then each RAS
-// answer's findings, then what NCCL's logs say (context: no exit status of their own). Exit 5
-// for a finding of the dumps or of RAS, else 0.
-int report_job_artifacts(const GlobalOptions& global, const JobArtifacts& artifacts);
-
 // Prints commtool's version and the versions of the GPU stack found at run time, as text or
 // (--json) one JSON document.
 void print_version(const GlobalOptions& global);
