@@ -358,6 +358,115 @@ std::optional<int64_t> GpuClockMap::host_ns(int64_t gpu_ns) const {
   return gpu_ns + after->second;
 }
 
+namespace {
+
+// Each communicator's size, from its ranks' comm lines; a warning for each of one rank, whose
+// collectives NCCL 2.28 gives a profiler no event for.
+std::map<uint64_t, int> communicator_sizes(const Recording& rec,
+                                           std::vector<std::string>& warnings) {
+  std::map<uint64_t, int> nranks;
+  for (const ProcessRecord& p : rec.processes)
+    for (const record::RankRecord& r : p.ranks)
+      if (r.init) nranks[r.comm] = std::max(nranks[r.comm], r.init->nranks);
+  for (const auto& [comm, n] : nranks) {
+    if (n != 1) continue;
+    warnings.push_back(fmt::format(
+        "communicator {} has one rank: NCCL 2.28 gives a profiler no event for its collectives "
+        "(it copies without a kernel), so only its point-to-point operations are recorded",
+        record::comm_label(comm, "")));
+  }
+  return nranks;
+}
+
+// What the processes' operations add up to, before the rows are finished.
+struct Tally {
+  std::map<RowKey, RowData> rows;
+  std::map<std::pair<uint64_t, int>, RankData> ranks;
+  std::map<uint64_t, CommStarts> starts;
+  uint64_t impossible = 0;  // operations whose GPU stamps cannot be right
+};
+
+// One process's operations into the tally: each to its row (communicator, function, count,
+// type) and rank, its GPU time mapped onto the host clock, split by CUPTI where it ran.
+void tally_process(const ProcessRecord& p, const std::map<uint64_t, int>& nranks, bool cupti_asked,
+                   Tally& t, RecordingReport& report) {
+  const GpuClockMap clock(p);
+  ClockFit& fit = report.clocks.emplace_back();
+  fit.process = process_name(p);
+  fit.pairs = clock.pairs();
+  fit.windows = clock.windows();
+  fit.median_excess_us = clock.median_excess_us();
+  const std::optional<CuptiStatus> status = cupti_status(p, cupti_asked);
+  if (status) report.cupti.push_back(*status);
+  const std::optional<CuptiSplit> split =
+      p.cupti.work.empty() ? std::nullopt : std::optional<CuptiSplit>(CuptiSplit(p.cupti));
+  const std::optional<int64_t> cupti_end = cupti_end_ns(p);
+  std::vector<double> leads;
+  for (const record::RankRecord& r : p.ranks) {
+    RankData& rank = t.ranks[{r.comm, r.rank}];
+    rank.row.comm = r.comm;
+    rank.row.rank = r.rank;
+    rank.row.process = process_name(p);
+    CommStarts& comm_starts = t.starts[r.comm];
+    if (p.proc) comm_starts.hosts.insert(p.proc->host);
+    if (r.init && comm_starts.name.empty()) comm_starts.name = r.init->name;
+    if (r.init && !r.init->gpu.empty()) comm_starts.ranks_by_gpu[r.init->gpu].insert(r.rank);
+    for (const EndLine& e : r.ops) {
+      const nccl_profiler::StartLine& op = e.op;
+      RowData& d = t.rows[{op.comm, op.func, op.count, op.datatype}];
+      if (d.row.func.empty()) {
+        d.row.comm = op.comm;
+        d.row.comm_name = comm_starts.name;
+        const auto size = nranks.find(op.comm);
+        d.row.nranks = size != nranks.end() ? size->second : 0;
+        d.row.func = op.func;
+        d.row.count = op.count;
+        d.row.datatype = op.datatype;
+        d.row.bytes = nccl_tests_bytes(op.func, op.count, op.datatype, d.row.nranks);
+      }
+      // A mapped time is never early: the offset is the smallest report delay, so a mapped
+      // GPU time is the true host time plus at most that delay. A kernel mapped to start
+      // before NCCL enqueued its operation therefore carries a stamp that is not its own
+      // (stale: NCCL 2.28 gave such stamps, tens of ms old, to point-to-point operations
+      // sharing a channel in one launch).
+      const std::optional<int64_t> gpu_start =
+          e.gpu ? clock.host_ns(e.gpu->start_ns) : std::nullopt;
+      const bool possible = !gpu_start || *gpu_start >= e.enqueue.start_ns;
+      if (!possible) ++t.impossible;
+      add_operation(d, e, e.complete && possible);
+      if (split && gpu_start && e.complete && possible &&
+          (!cupti_end || e.enqueue.start_ns < *cupti_end)) {
+        const nccl_profiler::Interval mapped{*gpu_start, *clock.host_ns(e.gpu->end_ns)};
+        if (const std::optional<OperationSplit> s = split->of(mapped)) {
+          d.input_wait.push_back(us(s->input_wait_ns));
+          d.kernel.push_back(us(s->kernel.end_ns - s->kernel.start_ns));
+          d.exposed_wait.push_back(us(s->exposed_wait_ns));
+          leads.push_back(us(s->kernel.start_ns - mapped.start_ns));
+        }
+      }
+      ++rank.row.operations;
+      if (!e.gpu || !e.complete || !possible) continue;
+      rank.gpu.push_back(us(e.gpu->end_ns - e.gpu->start_ns));
+      if (gpu_start) comm_starts.by_index[op.index].emplace_back(r.rank, p.wall_ns(*gpu_start));
+    }
+  }
+  fit.cupti_matched = leads.size();
+  if (!leads.empty()) fit.cupti_lead_us = median_of(std::move(leads));
+}
+
+// The first that holds: a hang, a fault the ranks show, a straggler, no operation at all.
+Verdict verdict_of(const Recording& rec, const RecordingReport& report) {
+  if ((rec.meta && rec.meta->hang) || report.standing.verdict.hang) return Verdict::kHang;
+  if (report.standing.verdict.error()) return Verdict::kFault;
+  if (!report.stragglers.empty()) return Verdict::kStraggler;
+  if (report.standing.in_flight + report.standing.completed + report.standing.unverified == 0) {
+    return Verdict::kNoOperations;
+  }
+  return report.verdict;
+}
+
+}  // namespace
+
 RecordingReport analyse_recording(const Recording& rec) {
   RecordingReport report;
   report.dir = rec.dir.string();
@@ -369,98 +478,23 @@ RecordingReport analyse_recording(const Recording& rec) {
   }
   report.end_lines = rec.end_lines;
   report.standing = record::where_everyone_stands(rec, standing_options(rec));
+  const std::map<uint64_t, int> nranks = communicator_sizes(rec, report.warnings);
 
-  std::map<uint64_t, int> nranks;  // per communicator, from its comm lines
-  for (const ProcessRecord& p : rec.processes)
-    for (const record::RankRecord& r : p.ranks)
-      if (r.init) nranks[r.comm] = std::max(nranks[r.comm], r.init->nranks);
-  for (const auto& [comm, n] : nranks) {
-    if (n != 1) continue;
-    report.warnings.push_back(fmt::format(
-        "communicator {} has one rank: NCCL 2.28 gives a profiler no event for its collectives "
-        "(it copies without a kernel), so only its point-to-point operations are recorded",
-        record::comm_label(comm, "")));
-  }
-
-  std::map<RowKey, RowData> rows;
-  std::map<std::pair<uint64_t, int>, RankData> ranks;
-  std::map<uint64_t, CommStarts> starts;
-  uint64_t impossible = 0;
+  Tally t;
   const bool cupti_asked = rec.meta && rec.meta->cupti;
-  for (const ProcessRecord& p : rec.processes) {
-    const GpuClockMap clock(p);
-    ClockFit& fit = report.clocks.emplace_back();
-    fit.process = process_name(p);
-    fit.pairs = clock.pairs();
-    fit.windows = clock.windows();
-    fit.median_excess_us = clock.median_excess_us();
-    const std::optional<CuptiStatus> status = cupti_status(p, cupti_asked);
-    if (status) report.cupti.push_back(*status);
-    const std::optional<CuptiSplit> split =
-        p.cupti.work.empty() ? std::nullopt : std::optional<CuptiSplit>(CuptiSplit(p.cupti));
-    const std::optional<int64_t> cupti_end = cupti_end_ns(p);
-    std::vector<double> leads;
-    for (const record::RankRecord& r : p.ranks) {
-      RankData& rank = ranks[{r.comm, r.rank}];
-      rank.row.comm = r.comm;
-      rank.row.rank = r.rank;
-      rank.row.process = process_name(p);
-      CommStarts& comm_starts = starts[r.comm];
-      if (p.proc) comm_starts.hosts.insert(p.proc->host);
-      if (r.init && comm_starts.name.empty()) comm_starts.name = r.init->name;
-      if (r.init && !r.init->gpu.empty()) comm_starts.ranks_by_gpu[r.init->gpu].insert(r.rank);
-      for (const EndLine& e : r.ops) {
-        const nccl_profiler::StartLine& op = e.op;
-        RowData& d = rows[{op.comm, op.func, op.count, op.datatype}];
-        if (d.row.func.empty()) {
-          d.row.comm = op.comm;
-          d.row.comm_name = comm_starts.name;
-          d.row.nranks = nranks[op.comm];
-          d.row.func = op.func;
-          d.row.count = op.count;
-          d.row.datatype = op.datatype;
-          d.row.bytes = nccl_tests_bytes(op.func, op.count, op.datatype, d.row.nranks);
-        }
-        // A mapped time is never early: the offset is the smallest report delay, so a mapped
-        // GPU time is the true host time plus at most that delay. A kernel mapped to start
-        // before NCCL enqueued its operation therefore carries a stamp that is not its own
-        // (stale: NCCL 2.28 gave such stamps, tens of ms old, to point-to-point operations
-        // sharing a channel in one launch).
-        const std::optional<int64_t> gpu_start =
-            e.gpu ? clock.host_ns(e.gpu->start_ns) : std::nullopt;
-        const bool possible = !gpu_start || *gpu_start >= e.enqueue.start_ns;
-        if (!possible) ++impossible;
-        add_operation(d, e, e.complete && possible);
-        if (split && gpu_start && e.complete && possible &&
-            (!cupti_end || e.enqueue.start_ns < *cupti_end)) {
-          const nccl_profiler::Interval mapped{*gpu_start, *clock.host_ns(e.gpu->end_ns)};
-          if (const std::optional<OperationSplit> s = split->of(mapped)) {
-            d.input_wait.push_back(us(s->input_wait_ns));
-            d.kernel.push_back(us(s->kernel.end_ns - s->kernel.start_ns));
-            d.exposed_wait.push_back(us(s->exposed_wait_ns));
-            leads.push_back(us(s->kernel.start_ns - mapped.start_ns));
-          }
-        }
-        ++rank.row.operations;
-        if (!e.gpu || !e.complete || !possible) continue;
-        rank.gpu.push_back(us(e.gpu->end_ns - e.gpu->start_ns));
-        if (gpu_start) comm_starts.by_index[op.index].emplace_back(r.rank, p.wall_ns(*gpu_start));
-      }
-    }
-    fit.cupti_matched = leads.size();
-    if (!leads.empty()) fit.cupti_lead_us = median_of(std::move(leads));
-  }
+  for (const ProcessRecord& p : rec.processes)
+    tally_process(p, nranks, cupti_asked, t, report);
   cupti_warnings(report, report.warnings);
-  if (impossible > 0) {
+  if (t.impossible > 0) {
     report.warnings.push_back(fmt::format(
         "{} operation(s) carry GPU stamps that cannot be right (the kernel mapped to start "
         "before NCCL enqueued it; seen with NCCL 2.28 on point-to-point operations sharing a "
         "launch): counted as unverified, not timed",
-        impossible));
+        t.impossible));
   }
-  for (auto& [key, d] : rows)
+  for (auto& [key, d] : t.rows)
     report.ops.push_back(finish_row(d));
-  for (const auto& [comm, c] : starts) {
+  for (const auto& [comm, c] : t.starts) {
     if (const auto shared = shared_gpu(c)) {
       report.warnings.push_back(fmt::format(
           "communicator {}: ranks {} share GPU {}: their processes take turns on it, so their "
@@ -469,22 +503,13 @@ RecordingReport analyse_recording(const Recording& rec) {
           excerpt(shared->first, 80)));
     }
   }
-  find_stragglers(starts, ranks, report.stragglers);
-  for (auto& [key, d] : ranks) {
+  find_stragglers(t.starts, t.ranks, report.stragglers);
+  for (auto& [key, d] : t.ranks) {
     d.row.gpu_us = measure::summarize(std::move(d.gpu));
     d.row.start_lag_us = measure::summarize(std::move(d.lag));
     report.ranks.push_back(std::move(d.row));
   }
-  if ((rec.meta && rec.meta->hang) || report.standing.verdict.hang) {
-    report.verdict = Verdict::kHang;
-  } else if (report.standing.verdict.error()) {
-    report.verdict = Verdict::kFault;
-  } else if (!report.stragglers.empty()) {
-    report.verdict = Verdict::kStraggler;
-  } else if (report.standing.in_flight + report.standing.completed + report.standing.unverified ==
-             0) {
-    report.verdict = Verdict::kNoOperations;
-  }
+  report.verdict = verdict_of(rec, report);
   report.advice = verdict_advice(report);
   return report;
 }

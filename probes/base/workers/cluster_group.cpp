@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -126,6 +127,112 @@ struct Decision {
   std::string what;   // "release", "done" or "stop"
   std::string blobs;  // an allgather's, for "release"
 };
+
+// The worker's environment on this rank: this process's, with the variables rank 0 decides
+// (kVariablesFromRankZero) as rank 0 has them, and a shared GPU's confinement.
+std::vector<std::string> member_environment(const json& instruction, int rank) {
+  std::vector<std::string> env;
+  for (std::string& e : worker_environment()) {
+    const bool from_root =
+        std::any_of(std::begin(kVariablesFromRankZero), std::end(kVariablesFromRankZero),
+                    [&](const char* v) { return e.starts_with(std::string(v) + "="); });
+    if (!from_root) env.push_back(std::move(e));
+  }
+  const json from_root = instruction.value("env", json::object());
+  for (const auto& [variable, value] : from_root.items()) {
+    if (value.is_string()) env.push_back(variable + "=" + value.get<std::string>());
+  }
+  if (instruction.value("shared_gpu", false)) {
+    for (std::string& e : shared_gpu_environment(rank, instruction.value("run_id", ""), env))
+      env.push_back(std::move(e));
+  }
+  return env;
+}
+
+// Rank 0, after a round: every rank's step (header, payload) in rank order. The earliest failure
+// is the cause and the others its echoes; without one, a rank at another step than rank 0's
+// means the ranks disagree on their collectives; else all are at one step, which is released,
+// or the result, which ends the group.
+Decision decide_round(std::vector<std::pair<json, std::string>>& steps,
+                      const std::vector<int>& devices, const std::function<std::string(int)>& name,
+                      GroupOutcome& outcome) {
+  std::optional<size_t> cause;
+  for (size_t r = 0; r < steps.size(); ++r) {
+    if (steps[r].first.value("at", "") != "failed") continue;
+    const auto when = steps[r].first["failure"].value("when_ns", int64_t{0});
+    if (!cause || when < steps[*cause].first["failure"].value("when_ns", int64_t{0})) cause = r;
+  }
+  const std::string at0 = steps[0].first.value("at", "");
+  const auto seq0 = steps[0].first.value("seq", 0u);
+  std::optional<size_t> odd;
+  for (size_t r = 1; r < steps.size() && !cause; ++r) {
+    if (steps[r].first.value("at", "") != at0 || steps[r].first.value("seq", 0u) != seq0) {
+      odd = r;
+      break;
+    }
+  }
+  Decision decision;
+  if (cause) {
+    const json& f = steps[*cause].first["failure"];
+    outcome.failure =
+        WorkerFailure{static_cast<int>(*cause), devices[*cause],
+                      f.value("what", ""),      static_cast<ExitCode>(f.value("code", 5)),
+                      f.value("field", ""),     f.value("value", ""),
+                      f.value("why", "")};
+    decision.what = "stop";
+  } else if (odd) {
+    outcome.failure = WorkerFailure{
+        static_cast<int>(*odd),
+        devices[*odd],
+        fmt::format(
+            "the ranks disagree on their collectives: {} is at {} while {} is at {}",
+            name(static_cast<int>(*odd)),
+            describe_step(steps[*odd].first.value("at", ""), steps[*odd].first.value("seq", 0u)),
+            name(0), describe_step(at0, seq0)),
+        ExitCode::kTimeout,
+        {},
+        {},
+        {}};
+    decision.what = "stop";
+  } else if (at0 == "result") {
+    for (auto& [header, payload] : steps)
+      outcome.results.push_back(json::parse(payload));
+    decision.what = "done";
+  } else {
+    decision.what = "release";
+    if (at0 == "allgather") {
+      std::vector<std::string> blobs;
+      for (auto& [header, payload] : steps)
+        blobs.push_back(std::move(payload));
+      decision.blobs = wire::encode_blobs(blobs);
+    }
+  }
+  return decision;
+}
+
+// Rank 0, once every rank has stopped: the failure's words grown by where each rank stood
+// (`gathered`: every rank's progress as JSON), a divergence first when the boards show one.
+void explain_failure(WorkerFailure& f, const std::vector<std::string>& gathered,
+                     const std::function<std::string(int)>& name, bool shared) {
+  const int64_t now = monotonic_now_ns();
+  std::vector<RankProgress> ranks;
+  std::vector<std::string> names;
+  for (size_t r = 0; r < gathered.size(); ++r) {
+    json j = json::parse(gathered[r], nullptr, false);
+    ranks.push_back(
+        progress_from_json(j.is_object() ? j : json::object(), static_cast<int>(r), now));
+    names.push_back(name(static_cast<int>(r)));
+  }
+  const bool used = std::any_of(ranks.begin(), ranks.end(),
+                                [](const RankProgress& p) { return p.phase != Phase::kStarting; });
+  if (!used) return;
+  if (std::optional<Divergence> d = first_divergence(ranks);
+      d && f.what.find(describe(*d)) == std::string::npos) {
+    f.what = describe(*d) + "; first symptom: " + f.what;
+    f.code = ExitCode::kTimeout;
+  }
+  f.what += "\n" + explain_progress(ranks, names, now, shared);
+}
 
 }  // namespace
 
@@ -325,26 +432,10 @@ GroupOutcome ClusterGroups::take_part(const json& instruction) {
   const std::chrono::duration<double> step(instruction.at("step_s").get<double>());
   const bool shared = instruction.value("shared_gpu", false);
   const std::vector<int> devices = instruction.at("devices").get<std::vector<int>>();
-  auto name = [&](int r) {
+  const std::function<std::string(int)> name = [&](int r) {
     return fmt::format("rank {} ({} GPU {})", r, hosts_[static_cast<size_t>(r)],
                        devices[static_cast<size_t>(r)]);
   };
-
-  std::vector<std::string> env;
-  for (std::string& e : worker_environment()) {
-    const bool from_root =
-        std::any_of(std::begin(kVariablesFromRankZero), std::end(kVariablesFromRankZero),
-                    [&](const char* v) { return e.starts_with(std::string(v) + "="); });
-    if (!from_root) env.push_back(std::move(e));
-  }
-  const json from_root = instruction.value("env", json::object());
-  for (const auto& [variable, value] : from_root.items()) {
-    if (value.is_string()) env.push_back(variable + "=" + value.get<std::string>());
-  }
-  if (shared) {
-    for (std::string& e : shared_gpu_environment(self_.rank, instruction.value("run_id", ""), env))
-      env.push_back(std::move(e));
-  }
 
   const auto round_limit = timeout + step + kRoundMargin;
   GroupOutcome outcome;
@@ -352,8 +443,9 @@ GroupOutcome ClusterGroups::take_part(const json& instruction) {
   std::optional<ClusterMember> member;
   std::optional<MemberStep> cannot_start;
   try {
-    member.emplace(executable_, self_.rank, self_.size, device, env, name(self_.rank), timeout,
-                   step, instruction.at("task").dump());
+    member.emplace(executable_, self_.rank, self_.size, device,
+                   member_environment(instruction, self_.rank), name(self_.rank), timeout, step,
+                   instruction.at("task").dump());
   } catch (const Error& e) {
     MemberStep s;
     s.failure.what = fmt::format("{}: {}", name(self_.rank), e.what());
@@ -361,6 +453,7 @@ GroupOutcome ClusterGroups::take_part(const json& instruction) {
     s.failure.when_ns = 0;  // before anything else happened
     cannot_start = s;
   }
+  // One round per step of the worker: every rank's step to rank 0, rank 0's decision to all.
   for (;;) {
     const MemberStep mine = cannot_start ? *cannot_start : member->next();
     json header = {{"at", kind_name(mine.kind)}, {"seq", mine.sequence}};
@@ -373,63 +466,12 @@ GroupOutcome ClusterGroups::take_part(const json& instruction) {
     const std::vector<std::string> gathered = bounded(self_, round_limit, "mpi-round", [&] {
       return session_.gather_to_root(frame(header, mine.payload), kMaxContribution);
     });
-
     Decision decision;
     if (is_root()) {
       std::vector<std::pair<json, std::string>> steps;
       for (size_t r = 0; r < gathered.size(); ++r)
         steps.push_back(unframe(gathered[r], static_cast<int>(r)));
-      // The earliest failure is the cause; the others are its echoes.
-      std::optional<size_t> cause;
-      for (size_t r = 0; r < steps.size(); ++r) {
-        if (steps[r].first.value("at", "") != "failed") continue;
-        const auto when = steps[r].first["failure"].value("when_ns", int64_t{0});
-        if (!cause || when < steps[*cause].first["failure"].value("when_ns", int64_t{0})) cause = r;
-      }
-      const std::string at0 = steps[0].first.value("at", "");
-      const auto seq0 = steps[0].first.value("seq", 0u);
-      std::optional<size_t> odd;
-      for (size_t r = 1; r < steps.size() && !cause; ++r) {
-        if (steps[r].first.value("at", "") != at0 || steps[r].first.value("seq", 0u) != seq0) {
-          odd = r;
-          break;
-        }
-      }
-      if (cause) {
-        const json& f = steps[*cause].first["failure"];
-        outcome.failure =
-            WorkerFailure{static_cast<int>(*cause), devices[*cause],
-                          f.value("what", ""),      static_cast<ExitCode>(f.value("code", 5)),
-                          f.value("field", ""),     f.value("value", ""),
-                          f.value("why", "")};
-        decision.what = "stop";
-      } else if (odd) {
-        outcome.failure = WorkerFailure{
-            static_cast<int>(*odd),
-            devices[*odd],
-            fmt::format("the ranks disagree on their collectives: {} is at {} while {} is at {}",
-                        name(static_cast<int>(*odd)),
-                        describe_step(steps[*odd].first.value("at", ""),
-                                      steps[*odd].first.value("seq", 0u)),
-                        name(0), describe_step(at0, seq0)),
-            ExitCode::kTimeout,
-            {},
-            {},
-            {}};
-        decision.what = "stop";
-      } else if (at0 == "result") {
-        for (auto& [header_r, payload] : steps)
-          outcome.results.push_back(json::parse(payload));
-        decision.what = "done";
-      } else {
-        decision.what = "release";
-        if (at0 == "allgather") {
-          std::vector<std::string> blobs;
-          for (auto& [header_r, payload] : steps)
-            blobs.push_back(std::move(payload));
-          decision.blobs = wire::encode_blobs(blobs);
-        }
-      }
+      decision = decide_round(steps, devices, name, outcome);
     }
     const std::string reply = bounded(self_, round_limit, "mpi-round", [&] {
       return session_.broadcast_from_root(is_root() ? frame({{"do", decision.what}}, decision.blobs)
@@ -458,27 +500,7 @@ GroupOutcome ClusterGroups::take_part(const json& instruction) {
   const std::vector<std::string> gathered = bounded(self_, round_limit, "mpi-progress", [&] {
     return session_.gather_to_root(where, kMaxContribution);
   });
-  if (!is_root() || !outcome.failure) return outcome;
-  const int64_t now = monotonic_now_ns();
-  std::vector<RankProgress> ranks;
-  std::vector<std::string> names;
-  for (size_t r = 0; r < gathered.size(); ++r) {
-    json j = json::parse(gathered[r], nullptr, false);
-    ranks.push_back(
-        progress_from_json(j.is_object() ? j : json::object(), static_cast<int>(r), now));
-    names.push_back(name(static_cast<int>(r)));
-  }
-  const bool used = std::any_of(ranks.begin(), ranks.end(),
-                                [](const RankProgress& p) { return p.phase != Phase::kStarting; });
-  if (used) {
-    WorkerFailure& f = *outcome.failure;
-    if (std::optional<Divergence> d = first_divergence(ranks);
-        d && f.what.find(describe(*d)) == std::string::npos) {
-      f.what = describe(*d) + "; first symptom: " + f.what;
-      f.code = ExitCode::kTimeout;
-    }
-    f.what += "\n" + explain_progress(ranks, names, now, shared);
-  }
+  if (is_root() && outcome.failure) explain_failure(*outcome.failure, gathered, name, shared);
   return outcome;
 }
 
