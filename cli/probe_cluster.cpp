@@ -73,18 +73,8 @@ int verdict_code(const probe::ProbeClusterView& view) {
     return first.exit_code;
   }
   // A probe the user named that ran on no node at all: as on one machine, exit 3.
-  std::map<std::string, std::string> asked;
-  for (const probe::NodeProbe& n : view.nodes) {
-    for (const probe::Skipped& s : n.skipped) {
-      if (s.asked) asked.emplace(s.probe, s.reason);
-    }
-  }
-  for (const auto& [name, reason] : asked) {
-    const bool ran_somewhere =
-        std::any_of(view.figures.begin(), view.figures.end(),
-                    [&](const probe::FigureAcross& f) { return f.first.probe == name; });
-    if (ran_somewhere) continue;
-    std::cerr << fmt::format("commtool: --{} was asked for but ran on no node: {}\n", name, reason);
+  if (const std::optional<std::string> why = probe::asked_but_not_run(view)) {
+    std::cerr << "commtool: " << printable_message(*why) << "\n";
     return static_cast<int>(ExitCode::kEnvironment);
   }
   return 0;

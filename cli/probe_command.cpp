@@ -1,9 +1,11 @@
 #include <fmt/format.h>
 
+#include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/probe_cluster.hpp"
+#include "probes/bandwidth/probe_cluster.hpp"
 #include "probes/bandwidth/probe_plan.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/measure/byte_size.hpp"
@@ -62,12 +64,9 @@ int run_probe(const GlobalOptions& global, ProbeOptions& options) {
                     : options.csv ? reports::render_probe_csv(report)
                                   : reports::render_probe_text(report);
   emit(global, doc);
-  for (const probe::Skipped& s : report.skipped) {
-    if (s.asked) {
-      std::fprintf(stderr, "commtool: --%s was asked for but %s\n", s.probe.c_str(),
-                   s.reason.c_str());
-      return static_cast<int>(ExitCode::kEnvironment);
-    }
+  if (const std::optional<std::string> why = probe::asked_but_not_run(report)) {
+    std::cerr << "commtool: " << printable_message(*why) << "\n";
+    return static_cast<int>(ExitCode::kEnvironment);
   }
   return 0;
 }

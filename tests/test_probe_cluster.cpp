@@ -237,3 +237,24 @@ TEST(ProbeClusterReport, EveryNodeThatDiffersEndsWithWhatToDoNext) {
   EXPECT_NE(text.find("\n      what to do: on c, check GPU0's PCIe link"), std::string::npos)
       << text;
 }
+
+// probe's exit policy is one rule on one machine and across nodes: a probe the user named that
+// measured nothing anywhere is exit 3, with the reason the first node gave.
+TEST(ProbeCluster, AProbeAskedForThatRanNowhereIsExit3OnOneMachineAndAcrossNodes) {
+  ProbeReport one;
+  one.measurements = {h2d(0, 55)};
+  one.skipped = {{"latency", "not asked", false}};
+  EXPECT_EQ(asked_but_not_run(one), std::nullopt);
+  one.skipped.push_back({"p2p", "only one GPU: no pair to measure", true});
+  EXPECT_EQ(asked_but_not_run(one), "--p2p was asked for but only one GPU: no pair to measure");
+
+  std::vector<NodeProbe> nodes{node("a", 0), node("b", 1), node("c", 2)};
+  nodes[0].skipped = {{"p2p", "only one GPU: no pair to measure", true}};
+  nodes[1].skipped = nodes[0].skipped;
+  EXPECT_EQ(asked_but_not_run(compare_nodes(nodes, 3)),
+            "--p2p was asked for but ran on no node: only one GPU: no pair to measure");
+  // One node measured it: the others' skips are in the report, not the exit status.
+  nodes[2].measurements.push_back(make_measurement("p2p", "P2P", Engine::kCopyEngine, 0, 1, false,
+                                                   512ull << 20, 8, "GB/s", {300, 301, 299}));
+  EXPECT_EQ(asked_but_not_run(compare_nodes(nodes, 3)), std::nullopt);
+}

@@ -186,4 +186,41 @@ ProbeClusterView compare_nodes(std::vector<NodeProbe> nodes, int ranks) {
   return view;
 }
 
+namespace {
+
+// The first probe, by name, that was asked for, skipped, and never measured.
+std::optional<std::pair<std::string, std::string>> first_asked_not_run(
+    const std::vector<const std::vector<Skipped>*>& skipped, const std::set<std::string>& ran) {
+  std::map<std::string, std::string> asked;  // probe -> the first reason given
+  for (const std::vector<Skipped>* list : skipped)
+    for (const Skipped& s : *list)
+      if (s.asked) asked.emplace(s.probe, s.reason);
+  for (const auto& [name, reason] : asked)
+    if (!ran.count(name)) return std::pair{name, reason};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> asked_but_not_run(const ProbeReport& report) {
+  std::set<std::string> ran;
+  for (const Measurement& m : report.measurements)
+    ran.insert(m.probe);
+  const auto first = first_asked_not_run({&report.skipped}, ran);
+  if (!first) return std::nullopt;
+  return fmt::format("--{} was asked for but {}", first->first, first->second);
+}
+
+std::optional<std::string> asked_but_not_run(const ProbeClusterView& view) {
+  std::set<std::string> ran;
+  for (const FigureAcross& f : view.figures)
+    ran.insert(f.first.probe);
+  std::vector<const std::vector<Skipped>*> skipped;
+  for (const NodeProbe& n : view.nodes)
+    skipped.push_back(&n.skipped);
+  const auto first = first_asked_not_run(skipped, ran);
+  if (!first) return std::nullopt;
+  return fmt::format("--{} was asked for but ran on no node: {}", first->first, first->second);
+}
+
 }  // namespace commtool::probe

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,5 +89,12 @@ struct ProbeClusterView {
 };
 
 ProbeClusterView compare_nodes(std::vector<NodeProbe> nodes, int ranks);
+
+// probe's exit policy, on one machine or many: a probe the user named (--p2p, --ipc) that
+// measured nothing, anywhere, is exit 3. Its message ("--p2p was asked for but only one GPU: no
+// pair to measure"; "... but ran on no node: ..." across nodes), or nullopt when every probe
+// asked for measured somewhere.
+std::optional<std::string> asked_but_not_run(const ProbeReport& report);
+std::optional<std::string> asked_but_not_run(const ProbeClusterView& view);
 
 }  // namespace commtool::probe
