@@ -15,9 +15,7 @@
 #include "probes/base/error.hpp"
 #include "probes/base/input_file.hpp"
 #include "probes/base/measure/byte_size.hpp"
-#include "probes/base/measure/memory_limit.hpp"
 #include "probes/base/output_file.hpp"
-#include "probes/base/workers/placement.hpp"
 #include "reports/trace/trace_report.hpp"
 #include "tracing/trace/record_io.hpp"
 #include "tracing/trace/trace_analysis.hpp"
@@ -160,62 +158,6 @@ tracing::TraceRequest build_request(const GlobalOptions& global, TraceOptions& o
   return q;
 }
 
-// Operations each rank runs (most kept until it reports): warm-up and measured, per size and
-// completion run, twice with the untraced pass, the batches and the stream-scope samples.
-uint64_t operations_per_rank(const tracing::TraceRequest& q) {
-  using measure::saturating_mul;
-  const auto per_run = static_cast<uint64_t>(q.iters) + static_cast<uint64_t>(q.warmup);
-  uint64_t ops = saturating_mul(saturating_mul(q.sizes.size(), q.modes.size()), per_run);
-  if (q.cupti && q.untraced_pass) ops = saturating_mul(ops, 2);
-  ops = measure::saturating_add(
-      ops,
-      saturating_mul(saturating_mul(q.sizes.size(), static_cast<uint64_t>(tracing::batches_run(q))),
-                     static_cast<uint64_t>(q.iters)));
-  return measure::saturating_add(
-      ops, saturating_mul(q.modes.size(), static_cast<uint64_t>(std::max(q.scope_samples, 0))));
-}
-
-// What can be known before looking for GPUs. With --devices listing the ranks, every check of
-// plan_for (--root, --inject-fault, the sizes and the type at that many ranks); with "all",
-// those that hold at any rank count (sizes and type at one rank). Then what the largest size
-// takes of a GPU carrying the most ranks, and how many operations a rank keeps.
-void check_before_hardware(const tracing::TraceRequest& q, const TraceOptions& o) {
-  tracing::TraceRequest planned;
-  if (!q.devices.empty()) {
-    planned = tracing::plan_for(q, static_cast<int>(q.devices.size()));
-  } else {
-    tracing::TraceRequest any = q;
-    any.root = 0;
-    any.fault.reset();
-    planned = tracing::plan_for(any, 1);  // at most as many sizes as at more ranks
-  }
-  // A fault at an operation the run never reaches would never fire: the drill would pass.
-  if (q.fault && q.fault->kind != tracing::FaultKind::kNoJoin &&
-      q.fault->seq >= operations_per_rank(planned)) {
-    throw bad_value("fault", tracing::to_string(*q.fault),
-                    fmt::format("operation {} is never reached: this run has operations 0 to {}",
-                                q.fault->seq, operations_per_rank(planned) - 1));
-  }
-  const int sharing = std::max(1, workers::summarize_placement(q.devices).most_ranks_on_a_gpu);
-  const uint64_t largest = *std::max_element(q.sizes.begin(), q.sizes.end());
-  const int buffers = q.inplace ? 1 : 2;
-  measure::check_memory("max_bytes", o.maxbytes,
-                        measure::saturating_mul(largest, static_cast<uint64_t>(buffers * sharing)),
-                        measure::kMaxGpuBytes,
-                        fmt::format("{} rank(s) on one GPU with {} buffer(s) of {} each", sharing,
-                                    buffers, measure::approx_byte_size(largest)));
-  const uint64_t ops = operations_per_rank(q);
-  if (ops > measure::kMaxOperationsPerRank) {
-    throw bad_value(
-        "iters", std::to_string(q.iters),
-        fmt::format("{} size(s) x {} completion run(s) x {} operations{} come to {} operations "
-                    "per rank, each kept in memory until the rank reports; the limit is {}",
-                    q.sizes.size(), q.modes.size(), q.iters + q.warmup,
-                    q.cupti && q.untraced_pass ? " x 2 (the untraced pass)" : "", ops,
-                    measure::kMaxOperationsPerRank));
-  }
-}
-
 int run_trace_command(const GlobalOptions& global, TraceOptions& o) {
   // Where the results go is checked first: a path that cannot or must not be written is
   // exit 2 whatever the machine has.
@@ -224,7 +166,7 @@ int run_trace_command(const GlobalOptions& global, TraceOptions& o) {
   files::check_distinct(
       {{"--output", global.output}, {"--trace", o.trace_file}, {"--save", o.save_dir}});
   tracing::TraceRequest q = build_request(global, o);
-  check_before_hardware(q, o);
+  tracing::check_before_hardware(q, o.maxbytes);
   tracing::TraceRun run = tracing::run_trace(q);
   run.meta.commtool_version =
       fmt::format("{} (git {})", build_info::kVersion, build_info::kGitCommit);

@@ -3,13 +3,17 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "probes/base/error.hpp"
+#include "probes/base/measure/byte_size.hpp"
+#include "probes/base/measure/memory_limit.hpp"
 #include "probes/base/nccl/nccl_library.hpp"
 #include "probes/base/workers/launcher.hpp"
+#include "probes/base/workers/placement.hpp"
 #include "probes/topo/discover.hpp"
 #include "probes/topo/rank_placement.hpp"
 #include "tracing/collectives/collective_values.cuh"  // reduces()
@@ -188,6 +192,56 @@ TraceRun run_trace(const TraceRequest& request) {
            progress, std::chrono::duration<double>(q.timeout_s)))
     run.ranks.push_back(rank_run_from_json(r));
   return run;
+}
+
+uint64_t operations_per_rank(const TraceRequest& q) {
+  using measure::saturating_mul;
+  const auto per_run = static_cast<uint64_t>(q.iters) + static_cast<uint64_t>(q.warmup);
+  uint64_t ops = saturating_mul(saturating_mul(q.sizes.size(), q.modes.size()), per_run);
+  if (q.cupti && q.untraced_pass) ops = saturating_mul(ops, 2);
+  ops = measure::saturating_add(
+      ops, saturating_mul(saturating_mul(q.sizes.size(), static_cast<uint64_t>(batches_run(q))),
+                          static_cast<uint64_t>(q.iters)));
+  return measure::saturating_add(
+      ops, saturating_mul(q.modes.size(), static_cast<uint64_t>(std::max(q.scope_samples, 0))));
+}
+
+// With devices "all", the sizes and the type at one rank: at most as many sizes as at more.
+void check_before_hardware(const TraceRequest& q, const std::string& max_bytes_value) {
+  TraceRequest planned;
+  if (!q.devices.empty()) {
+    planned = plan_for(q, static_cast<int>(q.devices.size()));
+  } else {
+    TraceRequest any = q;
+    any.root = 0;
+    any.fault.reset();
+    planned = plan_for(any, 1);  // at most as many sizes as at more ranks
+  }
+  // A fault at an operation the run never reaches would never fire: the drill would pass.
+  if (q.fault && q.fault->kind != FaultKind::kNoJoin &&
+      q.fault->seq >= operations_per_rank(planned)) {
+    throw bad_value("fault", to_string(*q.fault),
+                    fmt::format("operation {} is never reached: this run has operations 0 to {}",
+                                q.fault->seq, operations_per_rank(planned) - 1));
+  }
+  const int sharing = std::max(1, workers::summarize_placement(q.devices).most_ranks_on_a_gpu);
+  const uint64_t largest = *std::max_element(q.sizes.begin(), q.sizes.end());
+  const int buffers = q.inplace ? 1 : 2;
+  measure::check_memory("max_bytes", max_bytes_value,
+                        measure::saturating_mul(largest, static_cast<uint64_t>(buffers * sharing)),
+                        measure::kMaxGpuBytes,
+                        fmt::format("{} rank(s) on one GPU with {} buffer(s) of {} each", sharing,
+                                    buffers, measure::approx_byte_size(largest)));
+  const uint64_t ops = operations_per_rank(q);
+  if (ops > measure::kMaxOperationsPerRank) {
+    throw bad_value(
+        "iters", std::to_string(q.iters),
+        fmt::format("{} size(s) x {} completion run(s) x {} operations{} come to {} operations "
+                    "per rank, each kept in memory until the rank reports; the limit is {}",
+                    q.sizes.size(), q.modes.size(), q.iters + q.warmup,
+                    q.cupti && q.untraced_pass ? " x 2 (the untraced pass)" : "", ops,
+                    measure::kMaxOperationsPerRank));
+  }
 }
 
 }  // namespace commtool::tracing

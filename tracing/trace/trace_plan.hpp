@@ -37,6 +37,17 @@ struct TraceRequest : TraceSettings {
 // wrong data), or a fault for a rank that does not exist.
 TraceRequest plan_for(const TraceRequest& request, int nranks);
 
+// Operations each rank runs at `q` (most kept until it reports): warm-up and measured, per size
+// and completion run, twice with the untraced pass, the batches and the stream-scope samples.
+uint64_t operations_per_rank(const TraceRequest& q);
+
+// What can be known of `q` before looking for GPUs, each failure Error(kUsage) naming the value:
+// with devices listing the ranks, every check of plan_for at that many ranks; without, those
+// that hold at any rank count. Then a fault at an operation the run never reaches, what the
+// largest size takes of a GPU carrying the most ranks (`max_bytes_value`: the size as the user
+// gave it, for the message), and how many operations a rank keeps.
+void check_before_hardware(const TraceRequest& q, const std::string& max_bytes_value);
+
 // Throws Error(kEnvironment) when there is no GPU or no NCCL, and the workers' errors (wrong
 // data: kVerification; a stuck collective: kTimeout) with their words.
 TraceRun run_trace(const TraceRequest& request);
