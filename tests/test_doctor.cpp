@@ -427,6 +427,13 @@ TEST(DoctorBaseline, AFileThatIsNoDoctorJsonIsExit2NamingTheField) {
   EXPECT_NE(error_of("[1, 2").find("good.json: not JSON"), std::string::npos);
   EXPECT_EQ(error_of("{\"command\": \"doctor\", \"schema_version\": 1, \"checks\": []}"),
             "no error");
+  // The page of doctor under MPI is the job's, not a node's.
+  std::ifstream cluster(std::string(COMMTOOL_SOURCE_DIR) +
+                        "/tests/fixtures/doctor/h100_mpirun_2ranks.json");
+  std::stringstream page;
+  page << cluster.rdbuf();
+  EXPECT_NE(error_of(page.str()).find("good.json: a page of doctor under MPI (cluster: true)"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // their problems so that the odd node out of a thousand takes a few lines.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -290,4 +292,59 @@ TEST(DoctorCluster, JsonCarriesEveryNodesOwnValuesAndTheGroups) {
   for (const auto& c : j["nodes"][2]["checks"])
     if (c["area"] == "ECC" && c["gpu"] == 5) second = c["evidence"];
   EXPECT_EQ(second, "40 corrected");
+}
+
+// The page of a real node (the H100 machine under mpirun): its node's checks travel as a
+// payload unchanged, and a job of five such nodes where one copies at 60% and one has the real
+// page's all-reduce failed reads as expected.
+TEST(DoctorCluster, ARealH100PageTravelsAsAPayloadAndStandsBesideFourCopies) {
+  std::ifstream in(std::string(COMMTOOL_SOURCE_DIR) +
+                   "/tests/fixtures/doctor/h100_mpirun_2ranks.json");
+  ASSERT_TRUE(in.good());
+  const nlohmann::json page = nlohmann::json::parse(in);
+  EXPECT_EQ(page["cluster"], true);
+  EXPECT_EQ(page["verdict"], "PASS");
+  nlohmann::json node = page["nodes"][0];
+  node["format"] = kNodeDoctorFormat;
+  node["version"] = kNodeDoctorVersion;
+  const NodeDoctor real = decode_node_doctor(node.dump(), 0);
+  EXPECT_EQ(real.host, "vm");
+  EXPECT_EQ(real.overall, Severity::kPass);
+  EXPECT_EQ(real.checks.size(), 14u);
+  const auto h2d_of = [](NodeDoctor& n) -> Check& {
+    for (Check& c : n.checks)
+      if (c.area == "H2D") return c;
+    throw std::runtime_error("no H2D check");
+  };
+  NodeDoctor copy = real;
+  ASSERT_TRUE(h2d_of(copy).figure.has_value());
+  EXPECT_NEAR(h2d_of(copy).figure->value, 55.26, 0.01);
+
+  std::vector<NodeDoctor> nodes;
+  for (int i = 0; i < 5; ++i) {
+    NodeDoctor n = real;
+    n.host = "h100-" + std::to_string(i);
+    n.rank = i * 8;
+    nodes.push_back(n);
+  }
+  h2d_of(nodes[2]).figure->value *= 0.6;
+  for (Check& c : nodes[4].checks) {
+    if (c.area != "all-reduce") continue;
+    c.severity = Severity::kFail;
+    c.evidence = "wrong data: 12 elements differ";
+  }
+  const DoctorClusterView view = compare_doctor_nodes(nodes, 40);
+  EXPECT_EQ(cluster_exit_code(view), kExitFail);
+  ASSERT_EQ(view.groups.size(), 3u);
+  EXPECT_EQ(view.groups[0].nodes, (std::vector<size_t>{4}));
+  EXPECT_EQ(view.groups[1].nodes, (std::vector<size_t>{2}));
+  EXPECT_EQ(view.common, 2u);
+  const std::string text = render_doctor_cluster_text(view, "quick");
+  EXPECT_NE(text.find("WARN  GPU0 0000:00:06.0  H2D: 55.3 GB/s [55.3-55.3] over 3 batches, data "
+                      "checked, 97% of 57.2 GB/s (PCIe Gen5 x16 payload); 60% of the median "
+                      "55.3 GB/s of 5 nodes"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("FAIL  node  all-reduce: wrong data: 12 elements differ"), std::string::npos)
+      << text;
 }

@@ -26,8 +26,11 @@ json doctor_json(const std::string& args, int& code) {
   }
 }
 
+// A check of `doc` itself (value() would return a copy, and a pointer into it would dangle).
 const json* find_check(const json& doc, int gpu, const std::string& area) {
-  for (const json& c : doc.value("checks", json::array()))
+  const auto checks = doc.find("checks");
+  if (checks == doc.end() || !checks->is_array()) return nullptr;
+  for (const json& c : *checks)
     if (c.value("gpu", -1) == gpu && c.value("area", "") == area) return &c;
   return nullptr;
 }

@@ -56,6 +56,11 @@ Baseline parse_baseline(const std::string& text, const std::string& source) {
   if (const json* t = files::find_member(doc, "started_at"); t && t->is_string()) {
     b.started_at = t->get<std::string>();
   }
+  if (const json* cluster = files::find_member(doc, "cluster"); cluster && *cluster == true) {
+    bad(source,
+        "a page of doctor under MPI (cluster: true), not one node's: give the doctor --json of a "
+        "good node, run on that node without the launcher");
+  }
   const json* checks = files::find_member(doc, "checks");
   if (!checks || !checks->is_array()) bad(source, "checks: not an array");
   for (size_t i = 0; i < checks->size(); ++i) {

@@ -200,7 +200,8 @@ NodeDoctor decode_node_doctor(std::string_view bytes, int rank) {
   if (n.rank != rank) throw in.fail("rank", fmt::format("{} is not the sender's", n.rank));
   n.ok = in.take<bool>(j, "ok", "");
   n.exit_code = in.take<int>(j, "exit_code", "");
-  n.error = in.take<std::string>(j, "error", "");
+  // A node that was examined has no error to send (the job's --json leaves it out).
+  if (j.contains("error") || !n.ok) n.error = in.take<std::string>(j, "error", "");
   const std::string verdict = in.take<std::string>(j, "verdict", "");
   const std::optional<Severity> overall = parse_severity(verdict);
   if (!overall) throw in.fail("verdict", excerpt(verdict));
