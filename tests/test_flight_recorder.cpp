@@ -242,3 +242,27 @@ TEST(FlightRecorder, TheRealDumpOfACleanRankReads) {
   ASSERT_EQ(v.findings.size(), 1u);  // the two other ranks' dumps are not here
   EXPECT_EQ(v.findings[0].no_records, (std::vector<int>{1, 2}));
 }
+
+// 6 kB of pickle (Python's own pickle.dumps, protocol 2, which memoises shared objects): 1,000
+// entries that are one entry, whose input_sizes are one list of 1,000 shapes that are one list of
+// 1,000 dims. Read without copying, the reader would still visit 10^9 dims; it refuses the dump
+// before walking it, as load() refuses one that copies past its limit, and in a directory the
+// dump is left out with the reason.
+TEST(FlightRecorder, ADumpWhoseSharedValuesWouldCostBillionsOfVisitsIsRefused) {
+  const fs::path bomb =
+      fs::path(COMMTOOL_FIXTURES_DIR) / "pickle" / "bomb" / "fr_shared_sizes_bomb_rank_0.pickle";
+  std::string error;
+  try {
+    read_flight_recorder({bomb});
+  } catch (const commtool::Error& e) {
+    error = e.what();
+  }
+  EXPECT_TRUE(contains(error,
+                       "fr_shared_sizes_bomb_rank_0.pickle: more than 5000000 values once "
+                       "shared ones are counted"))
+      << error;
+  const FlightRecorderJob fr = read_flight_recorder({bomb}, {bomb});
+  EXPECT_TRUE(fr.dumps.empty());
+  ASSERT_EQ(fr.warnings.size(), 1u);
+  EXPECT_TRUE(contains(fr.warnings[0], "left out: ")) << fr.warnings[0];
+}

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -10,23 +11,35 @@
 
 namespace commtool::pickle {
 
-namespace {
-
-using nlohmann::json;
-
 // A value the pickle built. Containers hold the indexes of their items, so that a memoised
-// container that is filled later is seen filled wherever it is referenced.
-struct Node {
-  enum Kind { kScalar, kList, kTuple, kDict } kind = kScalar;
-  json scalar;
+// container that is filled later is seen filled wherever it is referenced. Text is a view into
+// the pickle's bytes.
+struct Document::Node {
+  enum Kind : uint8_t { kNone, kBool, kInt, kUint, kDouble, kText, kList, kTuple, kDict };
+  Kind kind = kNone;
+  bool boolean = false;
+  int64_t integer = 0;  // kInt
+  uint64_t uint = 0;    // kUint: a non-negative int (up to 2^64 - 1)
+  double real = 0;
+  std::string_view text;
   std::vector<uint32_t> items;  // kDict: key, value, key, value ...
 };
 
+namespace {
+
+using nlohmann::json;
+using Node = Document::Node;
+
 class Machine {
  public:
-  Machine(std::string_view bytes, const PickleLimits& limits) : in_(bytes), limits_(limits) {}
+  Machine(std::string_view bytes, const PickleLimits& limits) : in_(bytes), limits_(limits) {
+    // A Flight Recorder dump holds a value per 3 bytes: room for them at once, rather than
+    // moving every value each time the vector grows.
+    nodes_.reserve(std::min<uint64_t>(bytes.size() / 3 + 1, limits.max_values));
+  }
 
-  json run() {
+  // Runs the pickle to its STOP; the value it returns.
+  uint32_t execute() {
     for (;;) {
       const size_t at = pos_;
       const auto op = static_cast<unsigned char>(take(1)[0]);
@@ -35,9 +48,16 @@ class Machine {
     if (stack_.size() != 1 || !marks_.empty()) {
       fail(pos_, fmt::format("STOP with {} values on the stack (one expected)", stack_.size()));
     }
-    uint64_t emitted = 0;
-    return to_json(stack_.back(), 0, emitted);
+    return stack_.back();
   }
+
+  json run() {
+    const uint32_t root = execute();
+    uint64_t emitted = 0;
+    return to_json(root, 0, emitted);
+  }
+
+  std::vector<Node> take_nodes() { return std::move(nodes_); }
 
  private:
   [[noreturn]] void fail(size_t at, const std::string& why) const {
@@ -66,8 +86,37 @@ class Machine {
     nodes_.push_back(std::move(n));
     return static_cast<uint32_t>(nodes_.size() - 1);
   }
-  void push_scalar(json v) { stack_.push_back(add({Node::kScalar, std::move(v), {}})); }
-  void push_container(Node::Kind k) { stack_.push_back(add({k, nullptr, {}})); }
+  void push(Node n) { stack_.push_back(add(std::move(n))); }
+  void push_none() { push({}); }
+  void push_bool(bool b) {
+    Node n;
+    n.kind = Node::kBool;
+    n.boolean = b;
+    push(std::move(n));
+  }
+  void push_int(int64_t v) {
+    Node n;
+    n.kind = Node::kInt;
+    n.integer = v;
+    push(std::move(n));
+  }
+  void push_uint(uint64_t v) {
+    Node n;
+    n.kind = Node::kUint;
+    n.uint = v;
+    push(std::move(n));
+  }
+  void push_real(double d) {
+    Node n;
+    n.kind = Node::kDouble;
+    n.real = d;
+    push(std::move(n));
+  }
+  void push_container(Node::Kind k) {
+    Node n;
+    n.kind = k;
+    push(std::move(n));
+  }
 
   uint32_t pop(size_t at) {
     if (stack_.empty() || (!marks_.empty() && stack_.size() == marks_.back())) {
@@ -80,6 +129,21 @@ class Machine {
   uint32_t top(size_t at) const {
     if (stack_.empty()) fail(at, "the stack is empty");
     return stack_.back();
+  }
+  // APPENDS, SETITEMS: the values above the last MARK into the container below it.
+  void move_since_mark(Node::Kind kind, size_t at, const char* op) {
+    if (marks_.empty()) fail(at, "no MARK to take values to");
+    const size_t m = marks_.back();
+    if (m == 0) fail(at, fmt::format("{} with no container below its MARK", op));
+    const size_t count = stack_.size() - m;
+    if (kind == Node::kDict && count % 2 != 0) fail(at, "SETITEMS with a key and no value");
+    Node& n = container(stack_[m - 1], kind, at, op);
+    if (n.items.size() + count > limits_.max_values) {
+      fail(pos_, fmt::format("more than {} values", limits_.max_values));
+    }
+    n.items.insert(n.items.end(), stack_.begin() + static_cast<ptrdiff_t>(m), stack_.end());
+    stack_.resize(m);
+    marks_.pop_back();
   }
   // The values above the last MARK, taken off with it.
   std::vector<uint32_t> since_mark(size_t at) {
@@ -114,23 +178,28 @@ class Machine {
     }
     stack_.push_back(memo_[key]);
   }
-  void text(std::string_view s) { push_scalar(std::string(s)); }
+  void text(std::string_view s) {
+    Node n;
+    n.kind = Node::kText;
+    n.text = s;
+    push(std::move(n));
+  }
   void integer(uint64_t n, bool negative) {
     if (negative) {
-      push_scalar(static_cast<int64_t>(n));
+      push_int(static_cast<int64_t>(n));
     } else {
-      push_scalar(n);
+      push_uint(n);
     }
   }
   // LONG1/LONG4: little-endian two's complement of n bytes.
   void long_int(size_t n, size_t at) {
     if (n > 8) fail(at, fmt::format("an integer of {} bytes (at most 8 are read)", n));
-    if (n == 0) return push_scalar(0);
+    if (n == 0) return push_uint(0);
     const uint64_t raw = little(n);
     const bool negative = (raw >> (8 * n - 1)) & 1;
     if (n == 8) {
-      if (negative) return push_scalar(static_cast<int64_t>(raw));
-      return push_scalar(raw);
+      if (negative) return push_int(static_cast<int64_t>(raw));
+      return push_uint(raw);
     }
     const uint64_t v = negative ? raw | (~uint64_t{0} << (8 * n)) : raw;
     integer(v, negative);
@@ -195,8 +264,7 @@ class Machine {
       }
       case 'e':     // APPENDS
       case 0x90: {  // ADDITEMS
-        const std::vector<uint32_t> items = since_mark(at);
-        add_items(container(top(at), Node::kList, at, "APPENDS"), items);
+        move_since_mark(Node::kList, at, "APPENDS");
         return false;
       }
       case 's': {  // SETITEM
@@ -206,9 +274,7 @@ class Machine {
         return false;
       }
       case 'u': {  // SETITEMS
-        const std::vector<uint32_t> items = since_mark(at);
-        if (items.size() % 2 != 0) fail(at, "SETITEMS with a key and no value");
-        add_items(container(top(at), Node::kDict, at, "SETITEMS"), items);
+        move_since_mark(Node::kDict, at, "SETITEMS");
         return false;
       }
       case 'X':
@@ -233,14 +299,14 @@ class Machine {
         return false;
       case 'J': {
         const auto v = static_cast<int32_t>(static_cast<uint32_t>(little(4)));
-        push_scalar(static_cast<int64_t>(v));
+        push_int(v);
         return false;
       }
       case 'K':
-        push_scalar(little(1));
+        push_uint(little(1));
         return false;
       case 'M':
-        push_scalar(little(2));
+        push_uint(little(2));
         return false;
       case 0x8a:
         long_int(little(1), at);
@@ -249,13 +315,13 @@ class Machine {
         long_int(little(4), at);
         return false;
       case 'N':
-        push_scalar(nullptr);
+        push_none();
         return false;
       case 0x88:
-        push_scalar(true);
+        push_bool(true);
         return false;
       case 0x89:
-        push_scalar(false);
+        push_bool(false);
         return false;
       case 'G': {
         const std::string_view b = take(8);
@@ -264,7 +330,7 @@ class Machine {
           bits = (bits << 8) | static_cast<unsigned char>(b[i]);
         double d;
         std::memcpy(&d, &bits, sizeof d);
-        push_scalar(d);
+        push_real(d);
         return false;
       }
       case 'q':
@@ -320,8 +386,18 @@ class Machine {
     }
     const Node& n = nodes_[id];
     switch (n.kind) {
-      case Node::kScalar:
-        return n.scalar;
+      case Node::kNone:
+        return nullptr;
+      case Node::kBool:
+        return n.boolean;
+      case Node::kInt:
+        return n.integer;
+      case Node::kUint:
+        return n.uint;
+      case Node::kDouble:
+        return n.real;
+      case Node::kText:
+        return std::string(n.text);
       case Node::kList:
       case Node::kTuple: {
         json out = json::array();
@@ -357,6 +433,95 @@ class Machine {
 
 json load(std::string_view bytes, const PickleLimits& limits) {
   return Machine(bytes, limits).run();
+}
+
+Document Document::parse(std::string bytes, const PickleLimits& limits) {
+  Document d;
+  d.bytes_ = std::make_shared<const std::string>(std::move(bytes));
+  Machine m(*d.bytes_, limits);
+  d.root_ = m.execute();
+  d.nodes_ = std::make_shared<const std::vector<Node>>(m.take_nodes());
+  return d;
+}
+
+namespace {
+
+const Node* node_of(const std::vector<Node>& nodes, uint32_t id) {
+  return id < nodes.size() ? &nodes[id] : nullptr;
+}
+
+}  // namespace
+
+bool Value::is_dict() const {
+  return valid() && (*doc_->nodes_)[id_].kind == Node::kDict;
+}
+
+bool Value::is_list() const {
+  if (!valid()) return false;
+  const Node::Kind k = (*doc_->nodes_)[id_].kind;
+  return k == Node::kList || k == Node::kTuple;
+}
+
+size_t Value::size() const {
+  if (is_list()) return (*doc_->nodes_)[id_].items.size();
+  if (is_dict()) return (*doc_->nodes_)[id_].items.size() / 2;
+  return 0;
+}
+
+Value Value::operator[](size_t i) const {
+  if (!is_list()) return {};
+  const std::vector<uint32_t>& items = (*doc_->nodes_)[id_].items;
+  return i < items.size() ? Value(doc_, items[i]) : Value();
+}
+
+Value Value::key(size_t i) const {
+  if (!is_dict() || 2 * i + 1 >= (*doc_->nodes_)[id_].items.size()) return {};
+  return {doc_, (*doc_->nodes_)[id_].items[2 * i]};
+}
+
+Value Value::value(size_t i) const {
+  if (!is_dict() || 2 * i + 1 >= (*doc_->nodes_)[id_].items.size()) return {};
+  return {doc_, (*doc_->nodes_)[id_].items[2 * i + 1]};
+}
+
+Value Value::find(std::string_view key) const {
+  if (!is_dict()) return {};
+  const std::vector<Node>& nodes = *doc_->nodes_;
+  const std::vector<uint32_t>& items = nodes[id_].items;
+  // The last SETITEM of a key is its value, as in Python.
+  for (size_t i = items.size() / 2; i > 0; --i) {
+    const Node* k = node_of(nodes, items[2 * i - 2]);
+    if (k != nullptr && k->kind == Node::kText && k->text == key) return {doc_, items[2 * i - 1]};
+  }
+  return {};
+}
+
+std::optional<std::string_view> Value::text() const {
+  if (!valid() || (*doc_->nodes_)[id_].kind != Node::kText) return std::nullopt;
+  return (*doc_->nodes_)[id_].text;
+}
+
+std::optional<int64_t> Value::integer() const {
+  if (!valid()) return std::nullopt;
+  const Node& n = (*doc_->nodes_)[id_];
+  if (n.kind == Node::kInt) return n.integer;
+  if (n.kind == Node::kUint && n.uint <= static_cast<uint64_t>(INT64_MAX)) {
+    return static_cast<int64_t>(n.uint);
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> Value::unsigned_integer() const {
+  if (!valid()) return std::nullopt;
+  const Node& n = (*doc_->nodes_)[id_];
+  if (n.kind == Node::kUint) return n.uint;
+  if (n.kind == Node::kInt && n.integer >= 0) return static_cast<uint64_t>(n.integer);
+  return std::nullopt;
+}
+
+std::optional<bool> Value::boolean() const {
+  if (!valid() || (*doc_->nodes_)[id_].kind != Node::kBool) return std::nullopt;
+  return (*doc_->nodes_)[id_].boolean;
 }
 
 }  // namespace commtool::pickle

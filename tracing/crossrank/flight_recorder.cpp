@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
+#include <future>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include "probes/base/error.hpp"
 #include "probes/base/input_file.hpp"
@@ -43,22 +46,87 @@ int rank_of_dump_file(const fs::path& file) {
 
 namespace {
 
-using files::find_member;
+// A JSON value behind the same questions as a pickle::Value, so that one reader takes a dump in
+// either form: a missing key or index is a value that is not there.
+class JsonValue {
+ public:
+  JsonValue() = default;
+  explicit JsonValue(const json* j) : j_(j) {}
+  bool valid() const { return j_ != nullptr; }
+  bool is_dict() const { return j_ != nullptr && j_->is_object(); }
+  bool is_list() const { return j_ != nullptr && j_->is_array(); }
+  size_t size() const { return is_list() || is_dict() ? j_->size() : 0; }
+  JsonValue operator[](size_t i) const {
+    return is_list() && i < j_->size() ? JsonValue(&(*j_)[i]) : JsonValue();
+  }
+  JsonValue find(std::string_view key) const {
+    if (!is_dict()) return {};
+    const auto it = j_->find(key);
+    return it != j_->end() ? JsonValue(&*it) : JsonValue();
+  }
+  std::optional<std::string_view> text() const {
+    if (j_ == nullptr || !j_->is_string()) return std::nullopt;
+    return std::string_view(j_->get_ref<const std::string&>());
+  }
+  std::optional<int64_t> integer() const {
+    if (j_ == nullptr || !files::json_fits<int64_t>(*j_)) return std::nullopt;
+    return j_->get<int64_t>();
+  }
+  std::optional<uint64_t> unsigned_integer() const {
+    if (j_ == nullptr || !files::json_fits<uint64_t>(*j_)) return std::nullopt;
+    return j_->get<uint64_t>();
+  }
+  std::optional<bool> boolean() const {
+    if (j_ == nullptr || !j_->is_boolean()) return std::nullopt;
+    return j_->get<bool>();
+  }
+  // Each member of a dict, in the document's order, with its key.
+  template <class F>
+  void each_member(F&& f) const {
+    if (!is_dict()) return;
+    for (const auto& [k, v] : j_->items())
+      f(std::string_view(k), JsonValue(&v));
+  }
 
-std::string text_of(const json& j, const char* key) {
-  return files::member_as<std::string>(j, key).value_or("");
+ private:
+  const json* j_ = nullptr;
+};
+
+// Each member of a pickled dict with its key; a key that is an int is its digits (as load()'s
+// JSON writes it), any other key is passed over.
+template <class F>
+void each_member(const pickle::Value& v, F&& f) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    const pickle::Value key = v.key(i);
+    if (const std::optional<std::string_view> k = key.text()) {
+      f(*k, v.value(i));
+    } else if (const std::optional<int64_t> n = key.integer()) {
+      f(std::string_view(std::to_string(*n)), v.value(i));
+    }
+  }
+}
+template <class F>
+void each_member(const JsonValue& v, F&& f) {
+  v.each_member(std::forward<F>(f));
+}
+
+template <class V>
+std::string text_of(const V& v, std::string_view key) {
+  return std::string(v.find(key).text().value_or(""));
 }
 
 // pg_config's ranks: "[0, 1, 2]" as PyTorch writes them, or a list.
-std::vector<int> ranks_of(const json* v) {
+template <class V>
+std::vector<int> ranks_of(const V& v) {
   std::vector<int> out;
-  if (v == nullptr) return out;
-  if (v->is_array()) {
-    for (const json& r : *v)
-      if (files::json_fits<int>(r)) out.push_back(r.get<int>());
+  if (v.is_list()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::optional<int64_t> r = v[i].integer();
+      if (r && *r >= 0 && *r <= kMaxGroupRank) out.push_back(static_cast<int>(*r));
+    }
     return out;
   }
-  const std::string s = v->is_string() ? v->get<std::string>() : "";
+  const std::string_view s = v.text().value_or("");
   int64_t n = -1;
   for (char c : s) {
     if (std::isdigit(static_cast<unsigned char>(c))) {
@@ -74,17 +142,19 @@ std::vector<int> ranks_of(const json* v) {
 }
 
 // The elements of a list of tensor shapes ([[262144], [2, 3]] -> 262150); none if not shapes.
-std::optional<uint64_t> elements_of(const json* sizes) {
-  if (sizes == nullptr || !sizes->is_array()) return std::nullopt;
+template <class V>
+std::optional<uint64_t> elements_of(const V& sizes) {
+  if (!sizes.is_list()) return std::nullopt;
   uint64_t total = 0;
-  for (const json& shape : *sizes) {
-    if (!shape.is_array()) return std::nullopt;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const V shape = sizes[i];
+    if (!shape.is_list()) return std::nullopt;
     uint64_t n = 1;
-    for (const json& d : shape) {
-      if (!files::json_fits<uint64_t>(d)) return std::nullopt;
-      const uint64_t x = d.get<uint64_t>();
-      if (x != 0 && n > UINT64_MAX / x) return std::nullopt;
-      n *= x;
+    for (size_t j = 0; j < shape.size(); ++j) {
+      const std::optional<uint64_t> x = shape[j].unsigned_integer();
+      if (!x) return std::nullopt;
+      if (*x != 0 && n > UINT64_MAX / *x) return std::nullopt;
+      n *= *x;
     }
     if (total > UINT64_MAX - n) return std::nullopt;
     total += n;
@@ -92,31 +162,33 @@ std::optional<uint64_t> elements_of(const json* sizes) {
   return total;
 }
 
-std::string dtypes_of(const json* v) {
+template <class V>
+std::string dtypes_of(const V& v) {
   std::string out;
-  if (v == nullptr || !v->is_array()) return out;
-  for (const json& d : *v) {
-    if (!d.is_string()) continue;
+  for (size_t i = 0; i < v.size() && v.is_list(); ++i) {
+    const std::optional<std::string_view> d = v[i].text();
+    if (!d) continue;
     if (!out.empty()) out += ",";
-    out += d.get<std::string>();
+    out += *d;
     if (out.size() > 200) break;
   }
   return out;
 }
 
 // "train.py:88 step": the first frame outside installed packages (torch among them).
-std::string site_of(const json* frames) {
-  if (frames == nullptr || !frames->is_array()) return "";
-  for (const json& f : *frames) {
-    const std::string file = text_of(f, "filename");
+template <class V>
+std::string site_of(const V& frames) {
+  for (size_t i = 0; i < frames.size() && frames.is_list(); ++i) {
+    const V f = frames[i];
+    const std::string_view file = f.find("filename").text().value_or("");
     // Library frames (torch's own, anything installed) come first; the job's code is below.
-    if (file.empty() || file.find("/site-packages/") != std::string::npos ||
-        file.find("/dist-packages/") != std::string::npos || file.rfind("<", 0) == 0) {
+    if (file.empty() || file.find("/site-packages/") != std::string_view::npos ||
+        file.find("/dist-packages/") != std::string_view::npos || file.starts_with("<")) {
       continue;
     }
-    const std::optional<int64_t> line = files::member_as<int64_t>(f, "line");
-    return fmt::format("{}:{} {}", fs::path(file).filename().string(), line.value_or(0),
-                       text_of(f, "name"));
+    const size_t slash = file.rfind('/');
+    return fmt::format("{}:{} {}", slash == std::string_view::npos ? file : file.substr(slash + 1),
+                       f.find("line").integer().value_or(0), text_of(f, "name"));
   }
   return "";
 }
@@ -126,17 +198,71 @@ struct PgInfo {
   std::vector<int> ranks;  // global ranks, in the group's order
 };
 
-json load_document(const fs::path& file) {
-  const std::string bytes = files::read_input_file(file.string());
-  try {
-    if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80) return pickle::load(bytes);
-    return files::parse_json_bounded(bytes, file.string());
-  } catch (const json::exception& e) {
-    throw usage_error(fmt::format("{}: not a Flight Recorder dump (neither a pickle nor JSON: {})",
-                                  file.string(), e.what()));
-  } catch (const Error& e) {
-    throw usage_error(fmt::format("{}: {}", file.string(), e.what()));
+// The values the reader below visits in a dump, counted up to `limit`: a pickle's shared values
+// are visited once per reference, so a few kB whose entries all name one list of a million
+// shapes would have the reader walk a trillion of them. A dump that costs more is refused as
+// load() refuses one that copies to more than its max_values.
+template <class V>
+uint64_t walk_cost(const V& doc, uint64_t limit) {
+  uint64_t cost = 0;
+  const auto spend = [&](uint64_t n) {
+    cost = n > limit - std::min(cost, limit) ? limit + 1 : cost + n;
+    return cost <= limit;
+  };
+  // A lookup in a dict reads its keys: each dict visited costs its size.
+  if (!spend(doc.size())) return cost;
+  const V config = doc.find("pg_config");
+  for (size_t i = 0; i < config.size(); ++i) {
+    if (!spend(2 + config.value(i).size() + config.value(i).find("ranks").size())) return cost;
   }
+  const V entries = doc.find("entries");
+  for (size_t i = 0; i < entries.size() && entries.is_list(); ++i) {
+    const V e = entries[i];
+    if (!spend(16 + e.size())) return cost;
+    const V sizes = e.find("input_sizes");
+    for (size_t j = 0; j < sizes.size() && sizes.is_list(); ++j)
+      if (!spend(1 + sizes[j].size())) return cost;
+    const V frames = e.find("frames");
+    if (!spend(e.find("input_dtypes").size() + e.find("process_group").size())) return cost;
+    for (size_t j = 0; j < frames.size() && frames.is_list(); ++j)
+      if (!spend(1 + frames[j].size())) return cost;
+  }
+  return cost;
+}
+
+// A dump read into memory, in either form.
+struct LoadedDump {
+  std::optional<pickle::Document> pickled;
+  json parsed;               // when not a pickle
+  std::exception_ptr error;  // why it could not be read (an Error)
+};
+
+LoadedDump load_document(const fs::path& file) {
+  LoadedDump d;
+  try {
+    std::string bytes = files::read_input_file(file.string());
+    try {
+      if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80) {
+        d.pickled = pickle::Document::parse(std::move(bytes));
+        const uint64_t limit = pickle::PickleLimits{}.max_values;
+        if (walk_cost(d.pickled->root(), limit) > limit) {
+          throw usage_error(fmt::format(
+              "more than {} values once shared ones are counted at each reference", limit));
+        }
+      } else {
+        d.parsed = files::parse_json_bounded(bytes, file.string());
+      }
+    } catch (const json::exception& e) {
+      throw usage_error(
+          fmt::format("{}: not a Flight Recorder dump (neither a pickle nor JSON: {})",
+                      file.string(), e.what()));
+    } catch (const Error& e) {
+      throw usage_error(fmt::format("{}: {}", file.string(), e.what()));
+    }
+  } catch (...) {  // an Error, or bad_alloc: the taker rethrows it on the caller's thread
+    d.error = std::current_exception();
+  }
+  return d;
 }
 
 }  // namespace
@@ -169,14 +295,15 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
     }
     return fr.job.groups[it->second];
   };
-  for (const fs::path& file : files) {
+  // One dump, read (`loaded`), into the job.
+  const auto take = [&](const fs::path& file, LoadedDump& loaded) {
     FrDumpInfo info;
     info.file = file.string();
     info.rank = rank_of_dump_file(file);
     if (info.rank < 0 && found.contains(file)) {
       fr.warnings.push_back(
           fmt::format("{}: left out: its name ends without a rank", file.string()));
-      continue;
+      return;
     }
     if (info.rank < 0) {
       throw usage_error(fmt::format(
@@ -188,11 +315,15 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
       throw usage_error(fmt::format("{}: a second dump of rank {} (the first: {})", file.string(),
                                     info.rank, it->second));
     }
-    json doc;
     try {
-      doc = load_document(file);
-      if (!doc.is_object() ||
-          (find_member(doc, "entries") == nullptr && find_member(doc, "pg_config") == nullptr)) {
+      if (loaded.error) std::rethrow_exception(loaded.error);
+      const bool dump = loaded.pickled
+                            ? loaded.pickled->root().is_dict() &&
+                                  (loaded.pickled->root().find("entries").valid() ||
+                                   loaded.pickled->root().find("pg_config").valid())
+                            : loaded.parsed.is_object() && (loaded.parsed.contains("entries") ||
+                                                            loaded.parsed.contains("pg_config"));
+      if (!dump) {
         throw usage_error(fmt::format(
             "{}: not a Flight Recorder dump (no entries and no pg_config)", file.string()));
       }
@@ -200,105 +331,127 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
       if (!found.contains(file)) throw;
       fr.warnings.push_back(fmt::format("left out: {}", e.what()));
       seen_rank.erase(info.rank);
-      continue;
+      return;
     }
-    const json* entries = find_member(doc, "entries");
-    info.version = text_of(doc, "version");
-    info.nccl_version = text_of(doc, "comm_lib_version");
-    if (const json* config = find_member(doc, "pg_config");
-        config != nullptr && config->is_object()) {
-      for (const auto& [name, pg] : config->items()) {
-        PgInfo& p = pgs[name];
+    const auto take_document = [&](const auto& doc) {
+      const auto entries = doc.find("entries");
+      info.version = text_of(doc, "version");
+      info.nccl_version = text_of(doc, "comm_lib_version");
+      const auto config = doc.find("pg_config");
+      each_member(config, [&](std::string_view name, const auto& pg) {
+        PgInfo& p = pgs[std::string(name)];
         if (p.desc.empty()) p.desc = text_of(pg, "desc");
-        std::vector<int> ranks = ranks_of(find_member(pg, "ranks"));
+        std::vector<int> ranks = ranks_of(pg.find("ranks"));
         if (p.ranks.empty()) {
           p.ranks = std::move(ranks);
         } else if (!ranks.empty() && ranks != p.ranks) {
           fr.warnings.push_back(fmt::format(
               "{}: process group {} lists other ranks than another dump's; the first kept",
-              file.string(), excerpt(name, 40)));
+              file.string(), excerpt(std::string(name), 40)));
         }
+      });
+      std::map<std::string, Rank> ranks;  // this dump's rank in each group
+      if (entries.is_list()) {
+        for (size_t at = 0; at < entries.size(); ++at) {
+          const auto e = entries[at];
+          if (info.entries >= kMaxFrEntries) {
+            fr.warnings.push_back(fmt::format("{}: more than {} entries; the rest left out",
+                                              file.string(), kMaxFrEntries));
+            break;
+          }
+          std::string pg;
+          if (const std::optional<std::string_view> g = e.find("process_group")[0].text()) {
+            pg = *g;
+          } else if (const std::optional<int64_t> id = e.find("pg_id").integer()) {
+            pg = std::to_string(*id);
+          }
+          const bool p2p = e.find("is_p2p").boolean().value_or(false);
+          const std::optional<int64_t> seq =
+              e.find(p2p ? "p2p_seq_id" : "collective_seq_id").integer();
+          const std::string name = text_of(e, "profiling_name");
+          const std::string state = text_of(e, "state");
+          if (pg.empty() || !seq || *seq < 0 || name.empty() ||
+              (state != "completed" && state != "started" && state != "scheduled")) {
+            ++info.left_out;
+            continue;
+          }
+          ++info.entries;
+          Call c;
+          c.func = name.rfind("nccl:", 0) == 0 ? name.substr(5) : name;
+          c.p2p = p2p;
+          c.count = elements_of(e.find("input_sizes"));
+          c.datatype = dtypes_of(e.find("input_dtypes"));
+          const std::string key = p2p ? pg + " p2p" : pg;
+          Rank& r = ranks[key];
+          const std::string site = site_of(e.find("frames"));
+          r.ops.push_back({.seq = static_cast<uint64_t>(*seq),
+                           .call = fr.job.call(c),
+                           .site = site.empty() ? kNoSite : fr.job.site(site),
+                           .state = state == "completed" ? OpState::kCompleted
+                                    : state == "started" ? OpState::kStarted
+                                                         : OpState::kScheduled,
+                           .start_wall_ns = e.find("time_created_ns").integer().value_or(0)});
+          if (state != "completed") fr.job.stuck = true;
+        }
+      } else if (entries.valid()) {
+        fr.warnings.push_back(fmt::format("{}: entries is not a list; none read", file.string()));
       }
-    }
-    std::map<std::string, Rank> ranks;  // this dump's rank in each group
-    if (entries != nullptr && entries->is_array()) {
-      for (const json& e : *entries) {
-        if (info.entries >= kMaxFrEntries) {
-          fr.warnings.push_back(fmt::format("{}: more than {} entries; the rest left out",
-                                            file.string(), kMaxFrEntries));
-          break;
+      if (info.left_out > 0) {
+        fr.warnings.push_back(fmt::format(
+            "{}: {} entries without a process group, a sequence number, a name or a known state "
+            "were left out",
+            file.string(), info.left_out));
+      }
+      // A rank of a process group that has no entry in it still took part: an empty history.
+      each_member(config, [&](std::string_view name, const auto&) {
+        const std::vector<int>& members = pgs[std::string(name)].ranks;
+        if (std::find(members.begin(), members.end(), info.rank) != members.end()) {
+          ranks[std::string(name)];
         }
-        std::string pg;
-        if (const json* g = find_member(e, "process_group");
-            g != nullptr && g->is_array() && !g->empty() && (*g)[0].is_string()) {
-          pg = (*g)[0].get<std::string>();
-        } else if (const std::optional<int64_t> id = files::member_as<int64_t>(e, "pg_id")) {
-          pg = std::to_string(*id);
-        }
-        const bool p2p = files::member_as<bool>(e, "is_p2p").value_or(false);
-        const std::optional<int64_t> seq =
-            files::member_as<int64_t>(e, p2p ? "p2p_seq_id" : "collective_seq_id");
-        const std::string name = text_of(e, "profiling_name");
-        const std::string state = text_of(e, "state");
-        if (pg.empty() || !seq || *seq < 0 || name.empty() ||
-            (state != "completed" && state != "started" && state != "scheduled")) {
-          ++info.left_out;
+      });
+      for (auto& [key, r] : ranks) {
+        const std::string pg =
+            key.size() > 4 && key.ends_with(" p2p") ? key.substr(0, key.size() - 4) : key;
+        Group& g = group_of(key, pg, key != pg);
+        const std::vector<int>& members = pgs[pg].ranks;
+        auto at = std::find(members.begin(), members.end(), info.rank);
+        r.rank = members.empty() ? info.rank : static_cast<int>(at - members.begin());
+        if (!members.empty() && at == members.end()) {
+          fr.warnings.push_back(fmt::format(
+              "{}: rank {} is not among process group {}'s ranks; its entries there left out",
+              file.string(), info.rank, excerpt(pg, 40)));
           continue;
         }
-        ++info.entries;
-        Call c;
-        c.func = name.rfind("nccl:", 0) == 0 ? name.substr(5) : name;
-        c.p2p = p2p;
-        c.count = elements_of(find_member(e, "input_sizes"));
-        c.datatype = dtypes_of(find_member(e, "input_dtypes"));
-        const std::string key = p2p ? pg + " p2p" : pg;
-        Rank& r = ranks[key];
-        const std::string site = site_of(find_member(e, "frames"));
-        r.ops.push_back(
-            {.seq = static_cast<uint64_t>(*seq),
-             .call = fr.job.call(c),
-             .site = site.empty() ? kNoSite : fr.job.site(site),
-             .state = state == "completed" ? OpState::kCompleted
-                      : state == "started" ? OpState::kStarted
-                                           : OpState::kScheduled,
-             .start_wall_ns = files::member_as<int64_t>(e, "time_created_ns").value_or(0)});
-        if (state != "completed") fr.job.stuck = true;
+        r.where =
+            fmt::format("global rank {} ({})", info.rank, fs::path(info.file).filename().string());
+        g.ranks.push_back(std::move(r));
       }
-    } else if (entries != nullptr) {
-      fr.warnings.push_back(fmt::format("{}: entries is not a list; none read", file.string()));
-    }
-    if (info.left_out > 0) {
-      fr.warnings.push_back(fmt::format(
-          "{}: {} entries without a process group, a sequence number, a name or a known state "
-          "were left out",
-          file.string(), info.left_out));
-    }
-    // A rank of a process group that has no entry in it still took part: an empty history.
-    if (const json* config = find_member(doc, "pg_config");
-        config != nullptr && config->is_object()) {
-      for (const auto& [name, pg] : config->items()) {
-        const std::vector<int>& members = pgs[name].ranks;
-        if (std::find(members.begin(), members.end(), info.rank) != members.end()) ranks[name];
-      }
-    }
-    for (auto& [key, r] : ranks) {
-      const std::string pg =
-          key.size() > 4 && key.ends_with(" p2p") ? key.substr(0, key.size() - 4) : key;
-      Group& g = group_of(key, pg, key != pg);
-      const std::vector<int>& members = pgs[pg].ranks;
-      auto at = std::find(members.begin(), members.end(), info.rank);
-      r.rank = members.empty() ? info.rank : static_cast<int>(at - members.begin());
-      if (!members.empty() && at == members.end()) {
-        fr.warnings.push_back(fmt::format(
-            "{}: rank {} is not among process group {}'s ranks; its entries there left out",
-            file.string(), info.rank, excerpt(pg, 40)));
-        continue;
-      }
-      r.where =
-          fmt::format("global rank {} ({})", info.rank, fs::path(info.file).filename().string());
-      g.ranks.push_back(std::move(r));
+    };
+    if (loaded.pickled) {
+      take_document(loaded.pickled->root());
+    } else {
+      take_document(JsonValue(&loaded.parsed));
     }
     fr.dumps.push_back(std::move(info));
+  };
+  // Dumps are read and parsed ahead on other threads (the parse is most of the time), a window
+  // of them at a time, while this thread takes them in the files' order: the job, its warnings
+  // and its verdict are the same whatever the threads did, and at most the window's dumps are
+  // in memory at once.
+  const size_t window = 2 * std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::deque<std::future<LoadedDump>> ahead;
+  size_t next = 0;
+  const auto read_ahead = [&] {
+    while (next < files.size() && ahead.size() < window) {
+      ahead.push_back(std::async(std::launch::async, load_document, files[next]));
+      ++next;
+    }
+  };
+  for (size_t i = 0; i < files.size(); ++i) {
+    read_ahead();
+    LoadedDump loaded = ahead.front().get();
+    ahead.pop_front();
+    take(files[i], loaded);
   }
   // A group's size is known once; ranks of it that left no dump are its missing ones.
   for (Group& g : fr.job.groups) {
