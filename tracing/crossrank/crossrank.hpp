@@ -201,6 +201,11 @@ Verdict analyse(const Job& job);
 std::string rank_set(std::vector<int> ranks, int nranks);
 // "rank 3" or "ranks 0-2,5".
 std::string ranks_text(const std::vector<int>& ranks, int nranks);
+
+// Wall-clock ns since the epoch as "12:03:05" and as "2026-12-04 12:03:05 UTC" (UTC; a time
+// before the epoch in its own second), as every verdict and recording writes times.
+std::string utc_clock(int64_t wall_ns);
+std::string utc_date_time(int64_t wall_ns);
 // "AllReduce #12 (1048576 x float32, sum)", with the group's way of writing a position.
 std::string call_text(const Job& job, const Group& g, uint32_t call, uint64_t seq);
 

@@ -37,19 +37,12 @@ std::string where(const Group& g) {
                      g.nranks > 0 ? fmt::format("{} ranks", g.nranks) : "rank count unknown");
 }
 
-std::string clock_text(int64_t wall_ns) {
-  const time_t s = static_cast<time_t>(wall_ns / 1'000'000'000);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  return fmt::format("{:02}:{:02}:{:02} UTC", tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
 std::string position_text(const Group& g, uint64_t seq) {
   return fmt::format("{}{}", g.position, seq);
 }
 
 std::string since(const Finding& f) {
-  return f.waiting_since_wall_ns > 0 ? " since " + clock_text(f.waiting_since_wall_ns) : "";
+  return f.waiting_since_wall_ns > 0 ? " since " + utc_clock(f.waiting_since_wall_ns) + " UTC" : "";
 }
 
 std::string site_text(const Job& job, uint32_t site) {
@@ -436,6 +429,29 @@ std::string render_text(const Job& job, const Verdict& v) {
     out += indent + "  what to do: " + finding_advice(job, v.findings[i]) + ".\n";
   }
   return out;
+}
+
+namespace {
+
+std::tm utc(int64_t wall_ns) {
+  const int64_t s = wall_ns / 1'000'000'000 - (wall_ns % 1'000'000'000 < 0 ? 1 : 0);
+  const std::time_t t = static_cast<std::time_t>(s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return tm;
+}
+
+}  // namespace
+
+std::string utc_clock(int64_t wall_ns) {
+  const std::tm tm = utc(wall_ns);
+  return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+std::string utc_date_time(int64_t wall_ns) {
+  const std::tm tm = utc(wall_ns);
+  return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
 }  // namespace commtool::crossrank

@@ -32,30 +32,6 @@ std::string comm_label(uint64_t comm, const std::string& name) {
   return fmt::format("{:016x} (\"{}\")", comm, excerpt(name, 60));
 }
 
-namespace {
-
-std::tm utc(int64_t wall_ns) {
-  // Floor division, so that a time before the epoch still lands in its own second.
-  const int64_t s = wall_ns / 1'000'000'000 - (wall_ns % 1'000'000'000 < 0 ? 1 : 0);
-  const std::time_t t = static_cast<std::time_t>(s);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return tm;
-}
-
-}  // namespace
-
-std::string utc_clock(int64_t wall_ns) {
-  const std::tm tm = utc(wall_ns);
-  return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
-std::string utc_date_time(int64_t wall_ns) {
-  const std::tm tm = utc(wall_ns);
-  return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
 std::string seconds_text(double s) {
   return s >= 10 ? fmt::format("{:.0f} s", s) : fmt::format("{:.1f} s", s);
 }

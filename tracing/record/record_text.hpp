@@ -26,9 +26,10 @@ std::string ranks_phrase(const std::vector<int>& ranks);
 // "3f2a00000000beef" and, when the application named it, " (\"tp-group\")".
 std::string comm_label(uint64_t comm, const std::string& name);
 
-// Wall-clock ns since the epoch as "12:03:05" (UTC) and as "2026-12-04 12:03:05 UTC".
-std::string utc_clock(int64_t wall_ns);
-std::string utc_date_time(int64_t wall_ns);
+// Wall-clock ns since the epoch as "12:03:05" (UTC) and as "2026-12-04 12:03:05 UTC": the
+// cross-rank verdict's own (crossrank.hpp), so that a time reads the same in both.
+using crossrank::utc_clock;
+using crossrank::utc_date_time;
 
 // A duration: whole seconds from 10 s up ("61 s"), one decimal below ("2.5 s").
 std::string seconds_text(double s);
