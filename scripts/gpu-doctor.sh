@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # doctor on the GPU machine: each level end to end with its wall time and exit status, the JSON
 # of each, a saved kernel log with real Xid lines, a thresholds file (good and bad), a baseline
-# of its own quick run, and NVML's counters beside `nvidia-smi -q` read right after. Logs and
-# JSON in OUT_DIR; a table last.
+# of its own quick run, doctor under mpirun (one page for the job; one host here), and NVML's
+# counters beside `nvidia-smi -q` read right after. Logs and JSON in OUT_DIR; a table last.
 #   scripts/gpu-doctor.sh [OUT_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +28,13 @@ step thresholds "$bin" doctor --thresholds "$out/site.conf"
 printf 'nvlink_crc = 5\n' > "$out/bad.conf"
 step bad-thresholds "$bin" doctor --thresholds "$out/bad.conf"
 step baseline "$bin" doctor --baseline "$out/quick.json"
+if command -v mpirun > /dev/null; then
+  # As root, mpirun must be told; vader's single-copy path needs ptrace rights a VM may not give.
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none
+  step mpirun-3 mpirun --oversubscribe --bind-to none -np 3 "$bin" -v doctor
+  step mpirun-json bash -c "mpirun --oversubscribe --bind-to none -np 2 $bin --json doctor > $out/mpirun.json"
+fi
 nvidia-smi -q > "$out/nvidia-smi-q.txt" 2>&1
 # The counters doctor read beside what nvidia-smi -q says a moment later.
 python3 - "$out" > "$out/counters.txt" 2>&1 <<'PY'
