@@ -176,3 +176,34 @@ TEST(Pickle, ADocumentRefusesWhatLoadRefuses) {
     }
   }
 }
+
+// Two lists filled one APPEND at a time, turn about, each item a dict of its own: every append
+// finds the list's items no longer at the end of the Document's one array of items, which moves
+// them with room to grow. The values are those load() gives, and the array stays small.
+TEST(Pickle, ListsAppendedInTurnKeepEveryItemInItsOrder) {
+  std::string b;
+  const auto put = [&b](std::initializer_list<int> bytes) {
+    for (int c : bytes)
+      b += static_cast<char>(c);
+  };
+  put({0x80, 2});
+  put({']', 'q', 0, '0', ']', 'q', 1, '0'});  // L to memo 0, M to memo 1, both popped
+  const int n = 300;
+  for (int i = 0; i < n; ++i) {
+    for (int list : {0, 1}) {
+      put({'h', list, '}', 'X', 1, 0, 0, 0, 'k', 'M', i & 0xff, i >> 8});
+      put({'s', 'a', '0'});  // SETITEM, APPEND to the list, POP it
+    }
+  }
+  put({'(', 'h', 0, 'h', 1, 't', '.'});
+  const json loaded = pickle::load(b);
+  ASSERT_EQ(loaded.size(), 2u);
+  ASSERT_EQ(loaded[0].size(), static_cast<size_t>(n));
+  EXPECT_EQ(loaded[1][n - 1]["k"], n - 1);
+  const pickle::Document doc = pickle::Document::parse(b);
+  EXPECT_EQ(as_json(doc.root()), loaded);
+  for (int i = 0; i < n; i += 37) {
+    EXPECT_EQ(doc.root()[0][static_cast<size_t>(i)].find("k").integer(), i);
+    EXPECT_EQ(doc.root()[1][static_cast<size_t>(i)].find("k").integer(), i);
+  }
+}

@@ -22,7 +22,11 @@ struct Document::Node {
   uint64_t uint = 0;    // kUint: a non-negative int (up to 2^64 - 1)
   double real = 0;
   std::string_view text;
-  std::vector<uint32_t> items;  // kDict: key, value, key, value ...
+  // A container's items (kDict: key, value, key, value ...): count of them from `first` in the
+  // document's one array of items, with room for `room` there before the next container's.
+  uint32_t first = 0;
+  uint32_t count = 0;
+  uint32_t room = 0;
 };
 
 namespace {
@@ -58,6 +62,7 @@ class Machine {
   }
 
   std::vector<Node> take_nodes() { return std::move(nodes_); }
+  std::vector<uint32_t> take_items() { return std::move(items_); }
 
  private:
   [[noreturn]] void fail(size_t at, const std::string& why) const {
@@ -138,10 +143,7 @@ class Machine {
     const size_t count = stack_.size() - m;
     if (kind == Node::kDict && count % 2 != 0) fail(at, "SETITEMS with a key and no value");
     Node& n = container(stack_[m - 1], kind, at, op);
-    if (n.items.size() + count > limits_.max_values) {
-      fail(pos_, fmt::format("more than {} values", limits_.max_values));
-    }
-    n.items.insert(n.items.end(), stack_.begin() + static_cast<ptrdiff_t>(m), stack_.end());
+    append(n, stack_.data() + m, count);
     stack_.resize(m);
     marks_.pop_back();
   }
@@ -162,10 +164,41 @@ class Machine {
     return n;
   }
   void add_items(Node& n, const std::vector<uint32_t>& items) {
-    if (n.items.size() + items.size() > limits_.max_values) {
+    append(n, items.data(), items.size());
+  }
+  // Items into a container: into its room; or, when its items end the array, grown in place;
+  // else moved to the end with room for as many again, so that appending one item at a time
+  // (APPEND) costs amortised constant time and the array stays within three times its items.
+  void append(Node& n, const uint32_t* items, size_t k) {
+    if (n.count + k > limits_.max_values) {
       fail(pos_, fmt::format("more than {} values", limits_.max_values));
     }
-    n.items.insert(n.items.end(), items.begin(), items.end());
+    const auto count = static_cast<uint32_t>(k);
+    if (n.room == 0) n.first = static_cast<uint32_t>(items_.size());  // its first items: at the end
+    if (n.count + count <= n.room) {
+      std::copy(items, items + k, items_.begin() + n.first + n.count);
+    } else if (n.first + n.room == items_.size()) {
+      check_items(n.count + count - n.room);
+      items_.resize(n.first + n.count + count);
+      std::copy(items, items + k, items_.begin() + n.first + n.count);
+      n.room = n.count + count;
+    } else {
+      const uint32_t room = std::max<uint32_t>(2 * (n.count + count), 4);
+      check_items(room);
+      const auto first = static_cast<uint32_t>(items_.size());
+      items_.resize(items_.size() + room);
+      std::copy(items_.begin() + n.first, items_.begin() + n.first + n.count,
+                items_.begin() + first);
+      std::copy(items, items + k, items_.begin() + first + n.count);
+      n.first = first;
+      n.room = room;
+    }
+    n.count += count;
+  }
+  void check_items(uint64_t more) {
+    if (items_.size() + more > 4 * limits_.max_values) {
+      fail(pos_, fmt::format("more than {} items in containers", 4 * limits_.max_values));
+    }
   }
   void memo_put(uint64_t key, size_t at) {
     if (key >= limits_.max_memo) fail(at, fmt::format("memo index {} is too large", key));
@@ -401,18 +434,18 @@ class Machine {
       case Node::kList:
       case Node::kTuple: {
         json out = json::array();
-        for (uint32_t item : n.items)
-          out.push_back(to_json(item, depth + 1, emitted));
+        for (uint32_t i = 0; i < n.count; ++i)
+          out.push_back(to_json(items_[n.first + i], depth + 1, emitted));
         return out;
       }
       case Node::kDict: {
         json out = json::object();
-        for (size_t i = 0; i + 1 < n.items.size(); i += 2) {
-          json key = to_json(n.items[i], depth + 1, emitted);
+        for (uint32_t i = 0; i + 1 < n.count; i += 2) {
+          json key = to_json(items_[n.first + i], depth + 1, emitted);
           std::string k = key.is_string()
                               ? key.get<std::string>()
                               : key.dump(-1, ' ', false, json::error_handler_t::replace);
-          out[k] = to_json(n.items[i + 1], depth + 1, emitted);
+          out[k] = to_json(items_[n.first + i + 1], depth + 1, emitted);
         }
         return out;
       }
@@ -424,6 +457,7 @@ class Machine {
   PickleLimits limits_;
   size_t pos_ = 0;
   std::vector<Node> nodes_;
+  std::vector<uint32_t> items_;  // every container's items (Node::first, count, room)
   std::vector<uint32_t> stack_;
   std::vector<size_t> marks_;
   std::vector<uint32_t> memo_;
@@ -441,16 +475,9 @@ Document Document::parse(std::string bytes, const PickleLimits& limits) {
   Machine m(*d.bytes_, limits);
   d.root_ = m.execute();
   d.nodes_ = std::make_shared<const std::vector<Node>>(m.take_nodes());
+  d.items_ = std::make_shared<const std::vector<uint32_t>>(m.take_items());
   return d;
 }
-
-namespace {
-
-const Node* node_of(const std::vector<Node>& nodes, uint32_t id) {
-  return id < nodes.size() ? &nodes[id] : nullptr;
-}
-
-}  // namespace
 
 bool Value::is_dict() const {
   return valid() && (*doc_->nodes_)[id_].kind == Node::kDict;
@@ -463,35 +490,38 @@ bool Value::is_list() const {
 }
 
 size_t Value::size() const {
-  if (is_list()) return (*doc_->nodes_)[id_].items.size();
-  if (is_dict()) return (*doc_->nodes_)[id_].items.size() / 2;
+  if (is_list()) return (*doc_->nodes_)[id_].count;
+  if (is_dict()) return (*doc_->nodes_)[id_].count / 2;
   return 0;
 }
 
 Value Value::operator[](size_t i) const {
   if (!is_list()) return {};
-  const std::vector<uint32_t>& items = (*doc_->nodes_)[id_].items;
-  return i < items.size() ? Value(doc_, items[i]) : Value();
+  const Node& n = (*doc_->nodes_)[id_];
+  return i < n.count ? Value(doc_, (*doc_->items_)[n.first + i]) : Value();
 }
 
 Value Value::key(size_t i) const {
-  if (!is_dict() || 2 * i + 1 >= (*doc_->nodes_)[id_].items.size()) return {};
-  return {doc_, (*doc_->nodes_)[id_].items[2 * i]};
+  if (!is_dict()) return {};
+  const Node& n = (*doc_->nodes_)[id_];
+  return 2 * i + 1 < n.count ? Value(doc_, (*doc_->items_)[n.first + 2 * i]) : Value();
 }
 
 Value Value::value(size_t i) const {
-  if (!is_dict() || 2 * i + 1 >= (*doc_->nodes_)[id_].items.size()) return {};
-  return {doc_, (*doc_->nodes_)[id_].items[2 * i + 1]};
+  if (!is_dict()) return {};
+  const Node& n = (*doc_->nodes_)[id_];
+  return 2 * i + 1 < n.count ? Value(doc_, (*doc_->items_)[n.first + 2 * i + 1]) : Value();
 }
 
 Value Value::find(std::string_view key) const {
   if (!is_dict()) return {};
   const std::vector<Node>& nodes = *doc_->nodes_;
-  const std::vector<uint32_t>& items = nodes[id_].items;
+  const Node& n = nodes[id_];
+  const uint32_t* items = doc_->items_->data() + n.first;
   // The last SETITEM of a key is its value, as in Python.
-  for (size_t i = items.size() / 2; i > 0; --i) {
-    const Node* k = node_of(nodes, items[2 * i - 2]);
-    if (k != nullptr && k->kind == Node::kText && k->text == key) return {doc_, items[2 * i - 1]};
+  for (uint32_t i = n.count / 2; i > 0; --i) {
+    const Node& k = nodes[items[2 * i - 2]];
+    if (k.kind == Node::kText && k.text == key) return {doc_, items[2 * i - 1]};
   }
   return {};
 }

@@ -83,6 +83,7 @@ class Document {
   friend class Value;
   std::shared_ptr<const std::string> bytes_;
   std::shared_ptr<const std::vector<Node>> nodes_;
+  std::shared_ptr<const std::vector<uint32_t>> items_;  // every container's items
   uint32_t root_ = 0;
 };
 
