@@ -146,11 +146,11 @@ template <class V>
 std::optional<uint64_t> elements_of(const V& sizes) {
   if (!sizes.is_list()) return std::nullopt;
   uint64_t total = 0;
-  for (size_t i = 0; i < sizes.size(); ++i) {
+  for (size_t i = 0, shapes = sizes.size(); i < shapes; ++i) {
     const V shape = sizes[i];
     if (!shape.is_list()) return std::nullopt;
     uint64_t n = 1;
-    for (size_t j = 0; j < shape.size(); ++j) {
+    for (size_t j = 0, dims = shape.size(); j < dims; ++j) {
       const std::optional<uint64_t> x = shape[j].unsigned_integer();
       if (!x) return std::nullopt;
       if (*x != 0 && n > UINT64_MAX / *x) return std::nullopt;
@@ -165,7 +165,7 @@ std::optional<uint64_t> elements_of(const V& sizes) {
 template <class V>
 std::string dtypes_of(const V& v) {
   std::string out;
-  for (size_t i = 0; i < v.size() && v.is_list(); ++i) {
+  for (size_t i = 0, n = v.is_list() ? v.size() : 0; i < n; ++i) {
     const std::optional<std::string_view> d = v[i].text();
     if (!d) continue;
     if (!out.empty()) out += ",";
@@ -178,7 +178,7 @@ std::string dtypes_of(const V& v) {
 // "train.py:88 step": the first frame outside installed packages (torch among them).
 template <class V>
 std::string site_of(const V& frames) {
-  for (size_t i = 0; i < frames.size() && frames.is_list(); ++i) {
+  for (size_t i = 0, n = frames.is_list() ? frames.size() : 0; i < n; ++i) {
     const V f = frames[i];
     const std::string_view file = f.find("filename").text().value_or("");
     // Library frames (torch's own, anything installed) come first; the job's code is below.
@@ -209,24 +209,28 @@ uint64_t walk_cost(const V& doc, uint64_t limit) {
     cost = n > limit - std::min(cost, limit) ? limit + 1 : cost + n;
     return cost <= limit;
   };
-  // A lookup in a dict reads its keys: each dict visited costs its size.
+  // A dict's members two levels down: each member, each item of a member that is a container,
+  // and the items of those (an entry's input_sizes are shapes of dims, its frames dicts). A
+  // lookup reads a dict's keys, so a dict visited costs its size.
+  const auto members = [&](const V& dict) {
+    const size_t n = dict.size();
+    if (!spend(1 + n)) return false;
+    for (size_t i = 0; i < n; ++i) {
+      const V v = dict.value(i);
+      const size_t items = v.size();
+      if (!spend(items)) return false;
+      for (size_t j = 0; j < items && v.is_list(); ++j)
+        if (!spend(v[j].size())) return false;
+    }
+    return true;
+  };
   if (!spend(doc.size())) return cost;
   const V config = doc.find("pg_config");
-  for (size_t i = 0; i < config.size(); ++i) {
-    if (!spend(2 + config.value(i).size() + config.value(i).find("ranks").size())) return cost;
-  }
+  for (size_t i = 0, n = config.size(); i < n; ++i)
+    if (!members(config.value(i))) return cost;
   const V entries = doc.find("entries");
-  for (size_t i = 0; i < entries.size() && entries.is_list(); ++i) {
-    const V e = entries[i];
-    if (!spend(16 + e.size())) return cost;
-    const V sizes = e.find("input_sizes");
-    for (size_t j = 0; j < sizes.size() && sizes.is_list(); ++j)
-      if (!spend(1 + sizes[j].size())) return cost;
-    const V frames = e.find("frames");
-    if (!spend(e.find("input_dtypes").size() + e.find("process_group").size())) return cost;
-    for (size_t j = 0; j < frames.size() && frames.is_list(); ++j)
-      if (!spend(1 + frames[j].size())) return cost;
-  }
+  for (size_t i = 0, n = entries.is_list() ? entries.size() : 0; i < n; ++i)
+    if (!members(entries[i])) return cost;
   return cost;
 }
 
@@ -352,7 +356,7 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
       });
       std::map<std::string, Rank> ranks;  // this dump's rank in each group
       if (entries.is_list()) {
-        for (size_t at = 0; at < entries.size(); ++at) {
+        for (size_t at = 0, n = entries.size(); at < n; ++at) {
           const auto e = entries[at];
           if (info.entries >= kMaxFrEntries) {
             fr.warnings.push_back(fmt::format("{}: more than {} entries; the rest left out",
