@@ -58,24 +58,6 @@ topo::RankPayload read_this_node(const GlobalOptions& global, const TopoOptions&
   return p;
 }
 
-// Rank 0: every rank's payload read; the first failed rank's error thrown with its rank named.
-std::vector<topo::RankPayload> read_payloads(const std::vector<std::string>& gathered) {
-  std::vector<topo::RankPayload> out;
-  std::vector<int> failed;
-  for (size_t r = 0; r < gathered.size(); ++r) {
-    out.push_back(topo::decode_rank_payload(gathered[r], static_cast<int>(r)));
-    if (!out.back().ok) failed.push_back(static_cast<int>(r));
-  }
-  if (failed.empty()) return out;
-  const topo::RankPayload& first = out[static_cast<size_t>(failed.front())];
-  std::string message = fmt::format("rank {} on {}: {}", failed.front(), first.host, first.error);
-  if (failed.size() > 1) {
-    message += fmt::format(" (and {} more rank(s) failed: ranks {})", failed.size() - 1,
-                           topo::rank_ranges(std::vector<int>(failed.begin() + 1, failed.end())));
-  }
-  throw Error(static_cast<ExitCode>(first.exit_code), message);
-}
-
 }  // namespace
 
 std::string expand_rank_pattern(const std::string& value, int rank, const char* option) {
@@ -148,7 +130,7 @@ int run_topo_cluster(const GlobalOptions& global, TopoOptions options) {
 
   Watchdog watchdog("topo (rank 0)", limit);
   watchdog.stage("compare");
-  const std::vector<topo::RankPayload> ranks = read_payloads(gathered);
+  const std::vector<topo::RankPayload> ranks = topo::decode_rank_payloads(gathered);
   const topo::ClusterView view = topo::compare_cluster(ranks);
   watchdog.stage("render");
   const std::string document = global.json ? reports::cluster_to_json(view, ranks).dump(2) + "\n"

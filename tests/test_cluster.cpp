@@ -154,6 +154,27 @@ TEST(RankPayloadWire, AFailedRankCarriesItsErrorCodeAndHost) {
   EXPECT_EQ(back.host, "node-3");
 }
 
+// Rank 0 reads every rank's payload; the first rank that failed ends the view with its own exit
+// code, the others that failed counted after it.
+TEST(RankPayloadWire, TheFirstFailedRankIsNamedWithItsCodeAndTheOthersCounted) {
+  RankPayload bad;
+  bad.ok = false;
+  bad.exit_code = 5;
+  bad.error = "topo: timed out";
+  bad.host = "node-3";
+  const std::string good = encode_rank_payload(payload("h", dgx()));
+  EXPECT_EQ(decode_rank_payloads({good, good}).size(), 2u);
+  try {
+    decode_rank_payloads(
+        {good, encode_rank_payload(bad), good, encode_rank_payload(bad), encode_rank_payload(bad)});
+    ADD_FAILURE() << "no error";
+  } catch (const commtool::Error& e) {
+    EXPECT_EQ(e.code(), commtool::ExitCode::kTimeout);
+    EXPECT_EQ(std::string(e.what()),
+              "rank 1 on node-3: topo: timed out (and 2 more rank(s) failed: ranks 3-4)");
+  }
+}
+
 TEST(RankPayloadWire, MalformedPayloadsAreUsageErrorsNamingRankAndField) {
   const std::string good = encode_rank_payload(payload("h", dgx()));
   auto expect_refused = [](const std::string& bytes, const std::string& what) {
@@ -539,7 +560,10 @@ TEST(Differences, EveryDifferenceEndsWithWhatToDoNext) {
       [](NodeFacts& f) { gpu(f, "0000:29:00.0")->nic = gpu(f, "0000:1b:00.0")->nic; },
       [](NodeFacts& f) { f.gpus.erase(f.gpus.begin() + 7); },
       [](NodeFacts& f) {
-        f.gpus.push_back({"0000:e1:00.0", "NVIDIA H100"});
+        GpuFacts added;
+        added.bus_id = "0000:e1:00.0";
+        added.model = "NVIDIA H100";
+        f.gpus.push_back(added);
       },
       [](NodeFacts& f) { f.nics.erase(f.nics.begin() + 1); },
       [](NodeFacts& f) {

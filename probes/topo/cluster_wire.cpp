@@ -7,6 +7,7 @@
 
 #include "probes/base/error.hpp"
 #include "probes/base/input_file.hpp"
+#include "probes/topo/cluster.hpp"
 
 namespace commtool::topo {
 
@@ -188,6 +189,23 @@ RankPayload decode_rank_payload(std::string_view bytes, int rank) {
   p.facts = r.facts(r.member(doc, "facts", "payload"));
   p.document = r.text(doc, "document", "payload");
   return p;
+}
+
+std::vector<RankPayload> decode_rank_payloads(const std::vector<std::string>& gathered) {
+  std::vector<RankPayload> out;
+  std::vector<int> failed;
+  for (size_t r = 0; r < gathered.size(); ++r) {
+    out.push_back(decode_rank_payload(gathered[r], static_cast<int>(r)));
+    if (!out.back().ok) failed.push_back(static_cast<int>(r));
+  }
+  if (failed.empty()) return out;
+  const RankPayload& first = out[static_cast<size_t>(failed.front())];
+  std::string message = fmt::format("rank {} on {}: {}", failed.front(), first.host, first.error);
+  if (failed.size() > 1) {
+    message += fmt::format(" (and {} more rank(s) failed: ranks {})", failed.size() - 1,
+                           rank_ranges(std::vector<int>(failed.begin() + 1, failed.end())));
+  }
+  throw Error(static_cast<ExitCode>(first.exit_code), message);
 }
 
 }  // namespace commtool::topo

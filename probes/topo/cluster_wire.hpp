@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "probes/topo/node_facts.hpp"
 
@@ -36,5 +37,10 @@ std::string encode_rank_payload(const RankPayload& payload);
 
 // Throws Error(kUsage) "rank R sent ...: <field>: <what is wrong>".
 RankPayload decode_rank_payload(std::string_view bytes, int rank);
+
+// Rank 0: every rank's payload, in rank order. When a rank could not read its node, throws that
+// rank's error with its exit code: "rank 3 on node-b: <error> (and 2 more rank(s) failed: ranks
+// 5,9)".
+std::vector<RankPayload> decode_rank_payloads(const std::vector<std::string>& gathered);
 
 }  // namespace commtool::topo
