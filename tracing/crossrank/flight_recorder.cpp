@@ -271,41 +271,31 @@ LoadedDump load_document(const fs::path& file) {
 
 }  // namespace
 
-FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
-                                       const std::set<fs::path>& found) {
-  FlightRecorderJob fr;
-  fr.job.stuck = false;
-  fr.job.absent_means =
-      "no dump: the process died or was killed before the watchdog wrote one, "
-      "or the dump is elsewhere";
-  fr.job.absent_check =
-      "look for its dump on its node (TORCH_FR_DUMP_TEMP_FILE, TORCH_NCCL_DEBUG_INFO_TEMP_FILE "
-      "in older PyTorch, names the files' prefix; the watchdog writes one on a timeout with "
-      "TORCH_NCCL_DUMP_ON_TIMEOUT=1 and TORCH_NCCL_TRACE_BUFFER_SIZE above 0) and in the job's "
-      "log for how its process ended";
-  std::map<std::string, size_t> group_index;  // "<pg name>" or "<pg name> p2p"
-  std::map<int, std::string> seen_rank;
-  std::map<std::string, PgInfo> pgs;
-  const auto group_of = [&](const std::string& key, const std::string& pg, bool p2p) -> Group& {
-    auto [it, added] = group_index.try_emplace(key, fr.job.groups.size());
-    if (added) {
-      const PgInfo& info = pgs[pg];
-      fr.job.groups.push_back({.id = p2p ? pg + " p2p" : pg,
-                               .name = info.desc,
-                               .nranks = static_cast<int>(info.ranks.size()),
-                               .kind = "process group",
-                               .position = "#",
-                               .ranks = {}});
-    }
-    return fr.job.groups[it->second];
-  };
-  // One dump, read (`loaded`), into the job.
-  const auto take = [&](const fs::path& file, LoadedDump& loaded) {
+namespace {
+
+// The job, built one dump at a time in the files' order.
+class JobBuilder {
+ public:
+  explicit JobBuilder(const std::set<fs::path>& found) : found_(found) {
+    fr_.job.stuck = false;
+    fr_.job.absent_means =
+        "no dump: the process died or was killed before the watchdog wrote one, "
+        "or the dump is elsewhere";
+    fr_.job.absent_check =
+        "look for its dump on its node (TORCH_FR_DUMP_TEMP_FILE, TORCH_NCCL_DEBUG_INFO_TEMP_FILE "
+        "in older PyTorch, names the files' prefix; the watchdog writes one on a timeout with "
+        "TORCH_NCCL_DUMP_ON_TIMEOUT=1 and TORCH_NCCL_TRACE_BUFFER_SIZE above 0) and in the job's "
+        "log for how its process ended";
+  }
+
+  // One dump, read (`loaded`), into the job; a dump the user did not name that cannot be read
+  // is left out with a warning.
+  void take(const fs::path& file, const LoadedDump& loaded) {
     FrDumpInfo info;
     info.file = file.string();
     info.rank = rank_of_dump_file(file);
-    if (info.rank < 0 && found.contains(file)) {
-      fr.warnings.push_back(
+    if (info.rank < 0 && found_.contains(file)) {
+      fr_.warnings.push_back(
           fmt::format("{}: left out: its name ends without a rank", file.string()));
       return;
     }
@@ -315,7 +305,7 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
           "(TORCH_FR_DUMP_TEMP_FILE followed by the rank, e.g. nccl_trace_rank_3)",
           file.string()));
     }
-    if (auto [it, added] = seen_rank.try_emplace(info.rank, file.string()); !added) {
+    if (auto [it, added] = seen_rank_.try_emplace(info.rank, file.string()); !added) {
       throw usage_error(fmt::format("{}: a second dump of rank {} (the first: {})", file.string(),
                                     info.rank, it->second));
     }
@@ -332,112 +322,169 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
             "{}: not a Flight Recorder dump (no entries and no pg_config)", file.string()));
       }
     } catch (const Error& e) {
-      if (!found.contains(file)) throw;
-      fr.warnings.push_back(fmt::format("left out: {}", e.what()));
-      seen_rank.erase(info.rank);
+      if (!found_.contains(file)) throw;
+      fr_.warnings.push_back(fmt::format("left out: {}", e.what()));
+      seen_rank_.erase(info.rank);
       return;
     }
-    const auto take_document = [&](const auto& doc) {
-      const auto entries = doc.find("entries");
-      info.version = text_of(doc, "version");
-      info.nccl_version = text_of(doc, "comm_lib_version");
-      const auto config = doc.find("pg_config");
-      each_member(config, [&](std::string_view name, const auto& pg) {
-        PgInfo& p = pgs[std::string(name)];
-        if (p.desc.empty()) p.desc = text_of(pg, "desc");
-        std::vector<int> ranks = ranks_of(pg.find("ranks"));
-        if (p.ranks.empty()) {
-          p.ranks = std::move(ranks);
-        } else if (!ranks.empty() && ranks != p.ranks) {
-          fr.warnings.push_back(fmt::format(
-              "{}: process group {} lists other ranks than another dump's; the first kept",
-              file.string(), excerpt(std::string(name), 40)));
-        }
-      });
-      std::map<std::string, Rank> ranks;  // this dump's rank in each group
-      if (entries.is_list()) {
-        for (size_t at = 0, n = entries.size(); at < n; ++at) {
-          const auto e = entries[at];
-          if (info.entries >= kMaxFrEntries) {
-            fr.warnings.push_back(fmt::format("{}: more than {} entries; the rest left out",
-                                              file.string(), kMaxFrEntries));
-            break;
-          }
-          std::string pg;
-          if (const std::optional<std::string_view> g = e.find("process_group")[0].text()) {
-            pg = *g;
-          } else if (const std::optional<int64_t> id = e.find("pg_id").integer()) {
-            pg = std::to_string(*id);
-          }
-          const bool p2p = e.find("is_p2p").boolean().value_or(false);
-          const std::optional<int64_t> seq =
-              e.find(p2p ? "p2p_seq_id" : "collective_seq_id").integer();
-          const std::string name = text_of(e, "profiling_name");
-          const std::string state = text_of(e, "state");
-          if (pg.empty() || !seq || *seq < 0 || name.empty() ||
-              (state != "completed" && state != "started" && state != "scheduled")) {
-            ++info.left_out;
-            continue;
-          }
-          ++info.entries;
-          Call c;
-          c.func = name.rfind("nccl:", 0) == 0 ? name.substr(5) : name;
-          c.p2p = p2p;
-          c.count = elements_of(e.find("input_sizes"));
-          c.datatype = dtypes_of(e.find("input_dtypes"));
-          const std::string key = p2p ? pg + " p2p" : pg;
-          Rank& r = ranks[key];
-          const std::string site = site_of(e.find("frames"));
-          r.ops.push_back({.seq = static_cast<uint64_t>(*seq),
-                           .call = fr.job.call(c),
-                           .site = site.empty() ? kNoSite : fr.job.site(site),
-                           .state = state == "completed" ? OpState::kCompleted
-                                    : state == "started" ? OpState::kStarted
-                                                         : OpState::kScheduled,
-                           .start_wall_ns = e.find("time_created_ns").integer().value_or(0)});
-          if (state != "completed") fr.job.stuck = true;
-        }
-      } else if (entries.valid()) {
-        fr.warnings.push_back(fmt::format("{}: entries is not a list; none read", file.string()));
-      }
-      if (info.left_out > 0) {
-        fr.warnings.push_back(fmt::format(
-            "{}: {} entries without a process group, a sequence number, a name or a known state "
-            "were left out",
-            file.string(), info.left_out));
-      }
-      // A rank of a process group that has no entry in it still took part: an empty history.
-      each_member(config, [&](std::string_view name, const auto&) {
-        const std::vector<int>& members = pgs[std::string(name)].ranks;
-        if (std::find(members.begin(), members.end(), info.rank) != members.end()) {
-          ranks[std::string(name)];
-        }
-      });
-      for (auto& [key, r] : ranks) {
-        const std::string pg =
-            key.size() > 4 && key.ends_with(" p2p") ? key.substr(0, key.size() - 4) : key;
-        Group& g = group_of(key, pg, key != pg);
-        const std::vector<int>& members = pgs[pg].ranks;
-        auto at = std::find(members.begin(), members.end(), info.rank);
-        r.rank = members.empty() ? info.rank : static_cast<int>(at - members.begin());
-        if (!members.empty() && at == members.end()) {
-          fr.warnings.push_back(fmt::format(
-              "{}: rank {} is not among process group {}'s ranks; its entries there left out",
-              file.string(), info.rank, excerpt(pg, 40)));
-          continue;
-        }
-        r.where =
-            fmt::format("global rank {} ({})", info.rank, fs::path(info.file).filename().string());
-        g.ranks.push_back(std::move(r));
-      }
-    };
     if (loaded.pickled) {
-      take_document(loaded.pickled->root());
+      take_document(loaded.pickled->root(), info);
     } else {
-      take_document(JsonValue(&loaded.parsed));
+      take_document(JsonValue(&loaded.parsed), info);
     }
-    fr.dumps.push_back(std::move(info));
-  };
+    fr_.dumps.push_back(std::move(info));
+  }
+
+  FlightRecorderJob finish() {
+    // A group's size is known once; ranks of it that left no dump are its missing ones.
+    for (Group& g : fr_.job.groups) {
+      if (g.nranks == 0) continue;
+      for (const Rank& r : g.ranks)
+        g.nranks = std::max(g.nranks, r.rank + 1);
+    }
+    std::sort(fr_.dumps.begin(), fr_.dumps.end(),
+              [](const FrDumpInfo& a, const FrDumpInfo& b) { return a.rank < b.rank; });
+    normalise(fr_.job);
+    return std::move(fr_);
+  }
+
+ private:
+  template <class V>
+  void take_document(const V& doc, FrDumpInfo& info) {
+    info.version = text_of(doc, "version");
+    info.nccl_version = text_of(doc, "comm_lib_version");
+    const V config = doc.find("pg_config");
+    take_pg_config(config, info);
+    std::map<std::string, Rank> ranks;  // this dump's rank in each group
+    const V entries = doc.find("entries");
+    if (entries.is_list()) {
+      for (size_t at = 0, n = entries.size(); at < n; ++at) {
+        if (info.entries >= kMaxFrEntries) {
+          fr_.warnings.push_back(
+              fmt::format("{}: more than {} entries; the rest left out", info.file, kMaxFrEntries));
+          break;
+        }
+        take_entry(entries[at], info, ranks);
+      }
+    } else if (entries.valid()) {
+      fr_.warnings.push_back(fmt::format("{}: entries is not a list; none read", info.file));
+    }
+    if (info.left_out > 0) {
+      fr_.warnings.push_back(fmt::format(
+          "{}: {} entries without a process group, a sequence number, a name or a known state "
+          "were left out",
+          info.file, info.left_out));
+    }
+    // A rank of a process group that has no entry in it still took part: an empty history.
+    each_member(config, [&](std::string_view name, const V&) {
+      const std::vector<int>& members = pgs_[std::string(name)].ranks;
+      if (std::find(members.begin(), members.end(), info.rank) != members.end()) {
+        ranks[std::string(name)];
+      }
+    });
+    join_groups(ranks, info);
+  }
+
+  template <class V>
+  void take_pg_config(const V& config, const FrDumpInfo& info) {
+    each_member(config, [&](std::string_view name, const V& pg) {
+      PgInfo& p = pgs_[std::string(name)];
+      if (p.desc.empty()) p.desc = text_of(pg, "desc");
+      std::vector<int> ranks = ranks_of(pg.find("ranks"));
+      if (p.ranks.empty()) {
+        p.ranks = std::move(ranks);
+      } else if (!ranks.empty() && ranks != p.ranks) {
+        fr_.warnings.push_back(fmt::format(
+            "{}: process group {} lists other ranks than another dump's; the first kept", info.file,
+            excerpt(std::string(name), 40)));
+      }
+    });
+  }
+
+  // One entry into this dump's history in its group (`ranks`: by group key), or counted as left
+  // out when it lacks what the verdict needs.
+  template <class V>
+  void take_entry(const V& e, FrDumpInfo& info, std::map<std::string, Rank>& ranks) {
+    std::string pg;
+    if (const std::optional<std::string_view> g = e.find("process_group")[0].text()) {
+      pg = *g;
+    } else if (const std::optional<int64_t> id = e.find("pg_id").integer()) {
+      pg = std::to_string(*id);
+    }
+    const bool p2p = e.find("is_p2p").boolean().value_or(false);
+    const std::optional<int64_t> seq = e.find(p2p ? "p2p_seq_id" : "collective_seq_id").integer();
+    const std::string name = text_of(e, "profiling_name");
+    const std::string state = text_of(e, "state");
+    if (pg.empty() || !seq || *seq < 0 || name.empty() ||
+        (state != "completed" && state != "started" && state != "scheduled")) {
+      ++info.left_out;
+      return;
+    }
+    ++info.entries;
+    Call c;
+    c.func = name.rfind("nccl:", 0) == 0 ? name.substr(5) : name;
+    c.p2p = p2p;
+    c.count = elements_of(e.find("input_sizes"));
+    c.datatype = dtypes_of(e.find("input_dtypes"));
+    Rank& r = ranks[p2p ? pg + " p2p" : pg];
+    const std::string site = site_of(e.find("frames"));
+    r.ops.push_back({.seq = static_cast<uint64_t>(*seq),
+                     .call = fr_.job.call(c),
+                     .site = site.empty() ? kNoSite : fr_.job.site(site),
+                     .state = state == "completed" ? OpState::kCompleted
+                              : state == "started" ? OpState::kStarted
+                                                   : OpState::kScheduled,
+                     .start_wall_ns = e.find("time_created_ns").integer().value_or(0)});
+    if (state != "completed") fr_.job.stuck = true;
+  }
+
+  // This dump's history in each group joins the group, at its index among the group's ranks.
+  void join_groups(std::map<std::string, Rank>& ranks, const FrDumpInfo& info) {
+    for (auto& [key, r] : ranks) {
+      const std::string pg =
+          key.size() > 4 && key.ends_with(" p2p") ? key.substr(0, key.size() - 4) : key;
+      Group& g = group_of(key, pg, key != pg);
+      const std::vector<int>& members = pgs_[pg].ranks;
+      auto at = std::find(members.begin(), members.end(), info.rank);
+      r.rank = members.empty() ? info.rank : static_cast<int>(at - members.begin());
+      if (!members.empty() && at == members.end()) {
+        fr_.warnings.push_back(fmt::format(
+            "{}: rank {} is not among process group {}'s ranks; its entries there left out",
+            info.file, info.rank, excerpt(pg, 40)));
+        continue;
+      }
+      r.where =
+          fmt::format("global rank {} ({})", info.rank, fs::path(info.file).filename().string());
+      g.ranks.push_back(std::move(r));
+    }
+  }
+
+  Group& group_of(const std::string& key, const std::string& pg, bool p2p) {
+    auto [it, added] = group_index_.try_emplace(key, fr_.job.groups.size());
+    if (added) {
+      const PgInfo& info = pgs_[pg];
+      fr_.job.groups.push_back({.id = p2p ? pg + " p2p" : pg,
+                                .name = info.desc,
+                                .nranks = static_cast<int>(info.ranks.size()),
+                                .kind = "process group",
+                                .position = "#",
+                                .ranks = {}});
+    }
+    return fr_.job.groups[it->second];
+  }
+
+  const std::set<fs::path>& found_;
+  FlightRecorderJob fr_;
+  std::map<std::string, size_t> group_index_;  // "<pg name>" or "<pg name> p2p"
+  std::map<int, std::string> seen_rank_;
+  std::map<std::string, PgInfo> pgs_;
+};
+
+}  // namespace
+
+FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
+                                       const std::set<fs::path>& found) {
+  JobBuilder job(found);
   // Dumps are read and parsed ahead on other threads (the parse is most of the time), a window
   // of them at a time, while this thread takes them in the files' order: the job, its warnings
   // and its verdict are the same whatever the threads did, and at most the window's dumps are
@@ -445,28 +492,16 @@ FlightRecorderJob read_flight_recorder(const std::vector<fs::path>& files,
   const size_t window = 2 * std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
   std::deque<std::future<LoadedDump>> ahead;
   size_t next = 0;
-  const auto read_ahead = [&] {
+  for (size_t i = 0; i < files.size(); ++i) {
     while (next < files.size() && ahead.size() < window) {
       ahead.push_back(std::async(std::launch::async, load_document, files[next]));
       ++next;
     }
-  };
-  for (size_t i = 0; i < files.size(); ++i) {
-    read_ahead();
-    LoadedDump loaded = ahead.front().get();
+    const LoadedDump loaded = ahead.front().get();
     ahead.pop_front();
-    take(files[i], loaded);
+    job.take(files[i], loaded);
   }
-  // A group's size is known once; ranks of it that left no dump are its missing ones.
-  for (Group& g : fr.job.groups) {
-    if (g.nranks == 0) continue;
-    for (const Rank& r : g.ranks)
-      g.nranks = std::max(g.nranks, r.rank + 1);
-  }
-  std::sort(fr.dumps.begin(), fr.dumps.end(),
-            [](const FrDumpInfo& a, const FrDumpInfo& b) { return a.rank < b.rank; });
-  normalise(fr.job);
-  return fr;
+  return job.finish();
 }
 
 }  // namespace commtool::crossrank
