@@ -29,19 +29,16 @@ reports::doctor::NodeDoctor examine(const doctor::Request& request,
                                     const std::optional<reports::doctor::Baseline>& baseline,
                                     const std::string& host, int rank) {
   reports::doctor::NodeDoctor node;
-  try {
+  const std::optional<RankFailure> failure = rank_failure([&] {
     const doctor::Evidence evidence = doctor::gather(request);
     reports::doctor::Verdict verdict = reports::doctor::judge(evidence);
     if (baseline) reports::doctor::compare_with_baseline(verdict, *baseline);
     node = reports::doctor::node_doctor(evidence, verdict, rank);
-  } catch (const BadValue& e) {
+  });
+  if (failure) {
     node.ok = false;
-    node.exit_code = static_cast<int>(e.code());
-    node.error = user_message(e);
-  } catch (const Error& e) {
-    node.ok = false;
-    node.exit_code = static_cast<int>(e.code());
-    node.error = e.what();
+    node.exit_code = failure->exit_code;
+    node.error = failure->message;
   }
   node.host = host;
   node.rank = rank;

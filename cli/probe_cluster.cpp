@@ -30,16 +30,12 @@ constexpr const char* kMeasureAdvice =
 probe::NodeProbe measure_node(const probe::ProbeRequest& request, const std::string& host,
                               int rank) {
   probe::NodeProbe node;
-  try {
-    node = probe::node_probe(host, rank, probe::run_probes(request));
-  } catch (const BadValue& e) {
+  const std::optional<RankFailure> failure =
+      rank_failure([&] { node = probe::node_probe(host, rank, probe::run_probes(request)); });
+  if (failure) {
     node.ok = false;
-    node.exit_code = static_cast<int>(e.code());
-    node.error = user_message(e);
-  } catch (const Error& e) {
-    node.ok = false;
-    node.exit_code = static_cast<int>(e.code());
-    node.error = e.what();
+    node.exit_code = failure->exit_code;
+    node.error = failure->message;
   }
   node.host = host;
   node.rank = rank;

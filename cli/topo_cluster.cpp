@@ -31,7 +31,7 @@ topo::RankPayload read_this_node(const GlobalOptions& global, const TopoOptions&
                                  const std::string& host, Watchdog& watchdog) {
   topo::RankPayload p;
   p.host = host;
-  try {
+  const std::optional<RankFailure> failure = rank_failure([&] {
     topo::Topology topology = discover_topology(global, options, watchdog);
     watchdog.stage("analysis");
     const topo::Analysis analysis = topo::analyze(topology);
@@ -46,14 +46,11 @@ topo::RankPayload read_this_node(const GlobalOptions& global, const TopoOptions&
     p.facts = topo::node_facts(topology, analysis, versions);
     p.document = global.json ? reports::topo_to_json(topology, analysis).dump()
                              : reports::render_topo_text(topology, analysis);
-  } catch (const BadValue& e) {
+  });
+  if (failure) {
     p.ok = false;
-    p.exit_code = static_cast<int>(e.code());
-    p.error = user_message(e);
-  } catch (const Error& e) {
-    p.ok = false;
-    p.exit_code = static_cast<int>(e.code());
-    p.error = e.what();
+    p.exit_code = failure->exit_code;
+    p.error = failure->message;
   }
   return p;
 }

@@ -61,7 +61,7 @@ inline GpuCounters counters(const std::string& answers) {
 inline const Check& area(const std::vector<Check>& checks, const std::string& a) {
   for (const Check& c : checks)
     if (c.area == a) return c;
-  static const Check none{"none", -1, "none", Severity::kPass, "no such check", ""};
+  static const Check none{"none", -1, "none", Severity::kPass, "no such check", "", std::nullopt};
   ADD_FAILURE() << "no check " << a;
   return none;
 }

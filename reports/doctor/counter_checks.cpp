@@ -173,7 +173,7 @@ std::vector<Check> nvlink_checks(const topo::Gpu& g, const GpuCounters& before,
     }
     any = true;
     const uint64_t crc = crc_flit.value_or(0) + crc_data.value_or(0);
-    const double rate = crc / std::max(window_s, 1.0);
+    const double rate = static_cast<double>(crc) / std::max(window_s, 1.0);
     Severity s = Severity::kPass;
     if (static_cast<double>(replay.value_or(0)) >= t.nvlink_replay_fail ||
         static_cast<double>(recovery.value_or(0)) >= t.nvlink_recovery_fail ||

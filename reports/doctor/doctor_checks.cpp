@@ -492,9 +492,8 @@ Verdict judge(const Evidence& e) {
   return v;
 }
 
-int exit_code(const Evidence& e, const Verdict& v) {
-  if (!e.no_gpu.empty()) return static_cast<int>(ExitCode::kEnvironment);
-  switch (v.overall) {
+int exit_code_of(Severity worst) {
+  switch (worst) {
     case Severity::kFail:
       return kExitFail;
     case Severity::kWarn:
@@ -502,6 +501,11 @@ int exit_code(const Evidence& e, const Verdict& v) {
     default:
       return 0;
   }
+}
+
+int exit_code(const Evidence& e, const Verdict& v) {
+  if (!e.no_gpu.empty()) return static_cast<int>(ExitCode::kEnvironment);
+  return exit_code_of(v.overall);
 }
 
 }  // namespace commtool::reports::doctor

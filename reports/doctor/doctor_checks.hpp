@@ -76,5 +76,7 @@ Verdict judge(const commtool::doctor::Evidence& e);
 int exit_code(const commtool::doctor::Evidence& e, const Verdict& v);
 inline constexpr int kExitWarn = 6;
 inline constexpr int kExitFail = 7;
+// The exit code of a verdict's worst severity: 7, 6, else 0. One node's and a job's alike.
+int exit_code_of(Severity worst);
 
 }  // namespace commtool::reports::doctor

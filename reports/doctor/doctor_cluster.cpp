@@ -296,14 +296,7 @@ int cluster_exit_code(const DoctorClusterView& view) {
     return n.ok && n.exit_code != static_cast<int>(ExitCode::kEnvironment);
   });
   if (!any_examined && !view.nodes.empty()) return view.nodes.front().exit_code;
-  switch (view.overall) {
-    case Severity::kFail:
-      return kExitFail;
-    case Severity::kWarn:
-      return kExitWarn;
-    default:
-      return 0;
-  }
+  return exit_code_of(view.overall);
 }
 
 std::string render_doctor_cluster_text(const DoctorClusterView& view, const std::string& level) {

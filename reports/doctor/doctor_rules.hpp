@@ -17,7 +17,7 @@ inline std::string subject_of(const topo::Gpu& g) {
 inline Check check(const topo::Gpu* g, std::string area, Severity s, std::string evidence,
                    std::string advice = {}) {
   return {g ? subject_of(*g) : "node", g ? g->index : -1, std::move(area), s,
-          std::move(evidence),         std::move(advice)};
+          std::move(evidence),         std::move(advice), std::nullopt};
 }
 
 inline const topo::Gpu* gpu_at(const topo::Topology& t, int index) {

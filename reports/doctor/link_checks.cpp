@@ -12,7 +12,13 @@
 namespace commtool::reports::doctor {
 
 Check judge_rdma_port(const health::RdmaPort& p, const health::Thresholds& t) {
-  Check c{fmt::format("NIC {} port {}", p.device, p.port), -1, "port", Severity::kPass, "", ""};
+  Check c{fmt::format("NIC {} port {}", p.device, p.port),
+          -1,
+          "port",
+          Severity::kPass,
+          "",
+          "",
+          std::nullopt};
   std::string errors;
   for (const auto& [name, count] : p.counters) {
     if (count.available && static_cast<double>(count.value) >= t.rdma_port_errors_warn) {
@@ -117,7 +123,7 @@ std::optional<Check> judge_acs(const topo::Topology& t) {
   for (const topo::Nic& n : t.nics)
     if (topo::is_rdma(n.kind) && !n.bdf.empty()) walk(n.bdf);
   if (bridges == 0) return std::nullopt;
-  Check c{"node", -1, "ACS", Severity::kPass, "", ""};
+  Check c{"node", -1, "ACS", Severity::kPass, "", "", std::nullopt};
   if (!redirecting.empty()) {
     c.severity = Severity::kWarn;
     c.evidence = fmt::format(
