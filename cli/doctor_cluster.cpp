@@ -12,6 +12,8 @@
 #include "probes/base/cluster/per_host.hpp"
 #include "probes/base/error.hpp"
 #include "probes/base/watchdog.hpp"
+#include "probes/health/thresholds.hpp"
+#include "reports/doctor/baseline.hpp"
 #include "reports/doctor/doctor_cluster.hpp"
 
 namespace commtool::cli {
@@ -25,11 +27,13 @@ constexpr const char* kExamineAdvice =
     "waiting for every node's doctor to end: a node's examining rank is stuck outside its own "
     "bounded steps (each is bounded by --timeout); mpirun or srun names the ranks that exited";
 
-reports::doctor::NodeDoctor examine(const doctor::Request& request,
-                                    const std::optional<reports::doctor::Baseline>& baseline,
+reports::doctor::NodeDoctor examine(doctor::Request request, const DoctorFiles& files,
                                     const std::string& host, int rank) {
   reports::doctor::NodeDoctor node;
   const std::optional<RankFailure> failure = rank_failure([&] {
+    if (!files.thresholds.empty()) request.thresholds = health::load_thresholds(files.thresholds);
+    std::optional<reports::doctor::Baseline> baseline;
+    if (!files.baseline.empty()) baseline = reports::doctor::load_baseline(files.baseline);
     const doctor::Evidence evidence = doctor::gather(request);
     reports::doctor::Verdict verdict = reports::doctor::judge(evidence);
     if (baseline) reports::doctor::compare_with_baseline(verdict, *baseline);
@@ -48,7 +52,7 @@ reports::doctor::NodeDoctor examine(const doctor::Request& request,
 }  // namespace
 
 int run_doctor_cluster(const GlobalOptions& global, const doctor::Request& request,
-                       const std::optional<reports::doctor::Baseline>& baseline) {
+                       const DoctorFiles& files) {
   auto waiting =
       std::make_unique<Watchdog>("doctor", std::chrono::duration<double>(global.timeout_s));
   waiting->stage("mpi-init", false, kStartAdvice);
@@ -78,7 +82,7 @@ int run_doctor_cluster(const GlobalOptions& global, const doctor::Request& reque
   }
   const cluster::PerHostResult gathered = cluster::run_once_per_host(session, spec, [&] {
     return reports::doctor::encode_node_doctor(
-        examine(mine, baseline, session.hostname(), session.rank()));
+        examine(mine, files, session.hostname(), session.rank()));
   });
   if (!session.is_root()) {
     session.finalize();

@@ -4,16 +4,23 @@
 // state most share first (reports/doctor/doctor_cluster.hpp).
 #pragma once
 
-#include <optional>
+#include <string>
 
 #include "cli/app.hpp"
-#include "reports/doctor/baseline.hpp"
 #include "tracing/doctor/doctor_run.hpp"
 
 namespace commtool::cli {
 
-// Returns this process's exit status: at rank 0 the job's (cluster_exit_code), 0 elsewhere.
+// The files each node reads for itself (empty: none): a file that a node cannot read, or that
+// does not parse, is that node's failure on the job's page.
+struct DoctorFiles {
+  std::string thresholds;
+  std::string baseline;
+};
+
+// Returns this process's exit status: at rank 0 the job's (cluster_exit_code: 2 when every node
+// was refused the same bad file), 0 elsewhere.
 int run_doctor_cluster(const GlobalOptions& global, const doctor::Request& request,
-                       const std::optional<reports::doctor::Baseline>& baseline);
+                       const DoctorFiles& files);
 
 }  // namespace commtool::cli

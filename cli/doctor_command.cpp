@@ -34,14 +34,15 @@ int run_doctor(const GlobalOptions& global, const DoctorOptions& o) {
   files::check_distinct(
       {{"--output", global.output}},
       {{"--thresholds", o.thresholds}, {"--kernel-log", o.kernel_log}, {"--baseline", o.baseline}});
-  if (!global.output.empty()) files::check_writable(global.output, "--output");
-  if (!o.thresholds.empty()) q.thresholds = health::load_thresholds(o.thresholds);
-  std::optional<reports::doctor::Baseline> baseline;
-  if (!o.baseline.empty()) baseline = reports::doctor::load_baseline(o.baseline);
   q.kernel_log = o.kernel_log;
   q.timeout_s = global.timeout_s;
   q.devices = global.device_indices;
-  if (under_mpi(global)) return run_doctor_cluster(global, q, baseline);
+  // Under MPI each node reads the files itself: one missing on a node is that node's failure,
+  // named on the job's page, not a rank that never joins the others.
+  if (under_mpi(global)) return run_doctor_cluster(global, q, {o.thresholds, o.baseline});
+  if (!o.thresholds.empty()) q.thresholds = health::load_thresholds(o.thresholds);
+  std::optional<reports::doctor::Baseline> baseline;
+  if (!o.baseline.empty()) baseline = reports::doctor::load_baseline(o.baseline);
   if (global.verbose) {
     q.on_step = [](const char* step) { std::cerr << "doctor: " << step << "\n"; };
   }
