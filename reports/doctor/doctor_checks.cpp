@@ -384,57 +384,65 @@ std::vector<Check> judge_allreduce(const Evidence& e) {
   return with_figure(check(nullptr, "all-reduce", Severity::kPass, evidence));
 }
 
-Verdict judge(const Evidence& e) {
-  Verdict v;
+namespace {
+
+// The node's own checks: no GPU at all, topo's warnings (or its one pass), the all-reduce.
+std::vector<Check> node_checks(const Evidence& e) {
+  std::vector<Check> out;
   if (!e.no_gpu.empty()) {
-    v.checks.push_back(check(nullptr, "GPUs", Severity::kFail,
-                             e.no_gpu + " (" + e.topology.source + ")",
-                             "check that the driver is loaded (nvidia-smi; lsmod | grep nvidia) "
-                             "and what commtool topo sees"));
+    out.push_back(check(nullptr, "GPUs", Severity::kFail, e.no_gpu + " (" + e.topology.source + ")",
+                        "check that the driver is loaded (nvidia-smi; lsmod | grep nvidia) "
+                        "and what commtool topo sees"));
   }
   for (const topo::Finding& f : e.analysis.findings) {
     if (f.severity != topo::Severity::kWarning) continue;
-    if (f.code == "no-gpu" && !v.checks.empty()) {  // topo's words for the FAIL above
-      v.checks.front().evidence = f.message + " (" + f.evidence + ")";
-      v.checks.front().advice = f.advice;
+    if (f.code == "no-gpu" && !out.empty()) {  // topo's words for the FAIL above
+      out.front().evidence = f.message + " (" + f.evidence + ")";
+      out.front().advice = f.advice;
       continue;
     }
-    v.checks.push_back(check(nullptr, "topology", Severity::kWarn,
-                             f.message + (f.evidence.empty() ? "" : " (" + f.evidence + ")"),
-                             f.advice));
+    out.push_back(check(nullptr, "topology", Severity::kWarn,
+                        f.message + (f.evidence.empty() ? "" : " (" + f.evidence + ")"), f.advice));
   }
-  if (e.no_gpu.empty() && std::none_of(v.checks.begin(), v.checks.end(),
-                                       [](const Check& c) { return c.area == "topology"; })) {
-    v.checks.push_back(check(nullptr, "topology", Severity::kPass,
-                             fmt::format("{} GPU(s), {} NIC(s): no warning from topo",
-                                         e.topology.gpus.size(), e.topology.nics.size())));
+  if (e.no_gpu.empty() &&
+      std::none_of(out.begin(), out.end(), [](const Check& c) { return c.area == "topology"; })) {
+    out.push_back(check(nullptr, "topology", Severity::kPass,
+                        fmt::format("{} GPU(s), {} NIC(s): no warning from topo",
+                                    e.topology.gpus.size(), e.topology.nics.size())));
   }
   for (Check& c : judge_allreduce(e))
-    v.checks.push_back(std::move(c));
-  std::vector<Check> per_gpu = judge_kernel_log(e);
+    out.push_back(std::move(c));
+  return out;
+}
+
+// What each GPU, NIC and bridge reports of itself: the kernel log, NVML's counters, the model,
+// the IOMMU, ACS, PCIe AER, the RDMA ports, and the probe's copies; the node's first, then GPU
+// by GPU, each in the order its rules gave.
+std::vector<Check> device_checks(const Evidence& e) {
+  std::vector<Check> out = judge_kernel_log(e);
   if (!e.counters_before.unavailable.empty()) {
-    per_gpu.push_back(check(nullptr, "counters", Severity::kUnavailable,
-                            "NVML: " + e.counters_before.unavailable,
-                            "install the NVIDIA driver's NVML (libnvidia-ml.so.1)"));
+    out.push_back(check(nullptr, "counters", Severity::kUnavailable,
+                        "NVML: " + e.counters_before.unavailable,
+                        "install the NVIDIA driver's NVML (libnvidia-ml.so.1)"));
   } else {
     for (size_t i = 0; i < e.topology.gpus.size() && i < e.counters_before.gpus.size(); ++i) {
       const health::GpuCounters* after =
           i < e.counters_after.gpus.size() ? &e.counters_after.gpus[i] : nullptr;
       for (Check& c : judge_counters(e.topology.gpus[i], e.counters_before.gpus[i], after,
                                      e.counter_window_s, e.request.thresholds))
-        per_gpu.push_back(std::move(c));
+        out.push_back(std::move(c));
     }
   }
   const bool rdma = std::any_of(e.topology.nics.begin(), e.topology.nics.end(),
                                 [](const topo::Nic& n) { return topo::is_rdma(n.kind); });
   for (size_t i = 0; i < e.topology.gpus.size(); ++i) {
     const topo::Gpu& g = e.topology.gpus[i];
-    per_gpu.push_back(judge_model(g, e.topology.in_vm));
+    out.push_back(judge_model(g, e.topology.in_vm));
     if (i < e.iommu.size()) {
-      per_gpu.push_back(judge_iommu(g, e.iommu[i], e.topology.gpus.size() > 1 || rdma));
+      out.push_back(judge_iommu(g, e.iommu[i], e.topology.gpus.size() > 1 || rdma));
     }
   }
-  if (std::optional<Check> acs = judge_acs(e.topology)) per_gpu.push_back(std::move(*acs));
+  if (std::optional<Check> acs = judge_acs(e.topology)) out.push_back(std::move(*acs));
   for (const health::AerCounts& a : e.aer) {
     const topo::Gpu* g = e.topology.find_gpu_by_bdf(a.bdf);
     Check c = judge_aer(a, g, e.request.thresholds);
@@ -442,51 +450,68 @@ Verdict judge(const Evidence& e) {
       for (const topo::Nic& n : e.topology.nics)
         if (n.bdf == a.bdf) c.subject = fmt::format("NIC {} {}", n.name, n.bdf);
     }
-    per_gpu.push_back(std::move(c));
+    out.push_back(std::move(c));
   }
   for (const health::RdmaPort& p : e.rdma_ports)
-    per_gpu.push_back(judge_rdma_port(p, e.request.thresholds));
+    out.push_back(judge_rdma_port(p, e.request.thresholds));
   for (Check& c : judge_probe(e))
-    per_gpu.push_back(std::move(c));
-  // The node's checks first, then GPU by GPU, each in the order the rules gave.
-  std::stable_sort(per_gpu.begin(), per_gpu.end(),
+    out.push_back(std::move(c));
+  std::stable_sort(out.begin(), out.end(),
                    [](const Check& a, const Check& b) { return a.gpu < b.gpu; });
-  for (Check& c : per_gpu)
+  return out;
+}
+
+// The search by halves' suspects, each a FAIL with where to look next.
+std::vector<Check> isolation_checks(const Evidence& e) {
+  std::vector<Check> out;
+  if (!e.isolation) return out;
+  for (const commtool::doctor::Suspect& s : e.isolation->suspects) {
+    const std::string who =
+        s.between ? fmt::format("between GPU {} and GPU {}", s.gpus.front(), s.gpus.back())
+                  : fmt::format("GPU{}", fmt::join(s.gpus, ", GPU"));
+    out.push_back(check(
+        s.gpus.size() == 1 ? gpu_at(e.topology, s.gpus[0]) : nullptr, "isolation", Severity::kFail,
+        fmt::format("the all-reduce fails or slows {}: {} ({} runs by halves: {})", who, s.evidence,
+                    e.isolation->runs, fmt::join(e.isolation->log, "; ")),
+        s.between ? fmt::format("check the path between them: nvidia-smi nvlink -s "
+                                "-i {}, commtool probe --p2p --devices {},{}",
+                                s.gpus.front(), s.gpus.front(), s.gpus.back())
+                  : fmt::format("take GPU{} out of the job and look at its Xid and "
+                                "counter checks above; reset it (nvidia-smi -r -i "
+                                "{})",
+                                s.gpus.front(), s.gpus.front())));
+  }
+  return out;
+}
+
+// What did not run, and why.
+std::vector<std::string> skipped_steps(const Evidence& e) {
+  std::vector<std::string> out;
+  if (!e.isolation_skipped.empty()) out.push_back("isolation: " + e.isolation_skipped);
+  if (!e.probe_step.skipped.empty()) out.push_back("probe: " + e.probe_step.skipped);
+  if (!e.allreduce_step.skipped.empty()) out.push_back("all-reduce: " + e.allreduce_step.skipped);
+  if (e.probe) {
+    for (const probe::Skipped& s : e.probe->skipped)
+      out.push_back(s.probe + ": " + s.reason);
+  }
+  if (e.request.level == commtool::doctor::Level::kQuick && e.topology.gpus.size() > 1) {
+    out.push_back("p2p: not at --level quick (standard measures every GPU pair)");
+  }
+  return out;
+}
+
+}  // namespace
+
+Verdict judge(const Evidence& e) {
+  Verdict v;
+  v.checks = node_checks(e);
+  for (Check& c : device_checks(e))
     v.checks.push_back(std::move(c));
   std::stable_sort(v.checks.begin(), v.checks.end(),
                    [](const Check& a, const Check& b) { return a.gpu < b.gpu; });
-
-  if (e.isolation) {
-    for (const commtool::doctor::Suspect& s : e.isolation->suspects) {
-      const std::string who =
-          s.between ? fmt::format("between GPU {} and GPU {}", s.gpus.front(), s.gpus.back())
-                    : fmt::format("GPU{}", fmt::join(s.gpus, ", GPU"));
-      Check c =
-          check(s.gpus.size() == 1 ? gpu_at(e.topology, s.gpus[0]) : nullptr, "isolation",
-                Severity::kFail,
-                fmt::format("the all-reduce fails or slows {}: {} ({} runs by halves: {})", who,
-                            s.evidence, e.isolation->runs, fmt::join(e.isolation->log, "; ")),
-                s.between ? fmt::format("check the path between them: nvidia-smi nvlink -s "
-                                        "-i {}, commtool probe --p2p --devices {},{}",
-                                        s.gpus.front(), s.gpus.front(), s.gpus.back())
-                          : fmt::format("take GPU{} out of the job and look at its Xid and "
-                                        "counter checks above; reset it (nvidia-smi -r -i "
-                                        "{})",
-                                        s.gpus.front(), s.gpus.front()));
-      v.checks.push_back(std::move(c));
-    }
-  }
-  if (!e.isolation_skipped.empty()) v.skipped.push_back("isolation: " + e.isolation_skipped);
-  if (!e.probe_step.skipped.empty()) v.skipped.push_back("probe: " + e.probe_step.skipped);
-  if (!e.allreduce_step.skipped.empty())
-    v.skipped.push_back("all-reduce: " + e.allreduce_step.skipped);
-  if (e.probe) {
-    for (const probe::Skipped& s : e.probe->skipped)
-      v.skipped.push_back(s.probe + ": " + s.reason);
-  }
-  if (e.request.level == commtool::doctor::Level::kQuick && e.topology.gpus.size() > 1) {
-    v.skipped.push_back("p2p: not at --level quick (standard measures every GPU pair)");
-  }
+  for (Check& c : isolation_checks(e))
+    v.checks.push_back(std::move(c));
+  v.skipped = skipped_steps(e);
   for (const Check& c : v.checks)
     if (c.severity != Severity::kUnavailable) v.overall = std::max(v.overall, c.severity);
   return v;
