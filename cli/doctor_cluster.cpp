@@ -4,14 +4,12 @@
 
 #include <algorithm>
 #include <iostream>
-#include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/option_names.hpp"
 #include "probes/base/cluster/mpi_session.hpp"
 #include "probes/base/cluster/per_host.hpp"
 #include "probes/base/error.hpp"
-#include "probes/base/watchdog.hpp"
 #include "probes/health/thresholds.hpp"
 #include "reports/doctor/baseline.hpp"
 #include "reports/doctor/doctor_cluster.hpp"
@@ -53,11 +51,8 @@ reports::doctor::NodeDoctor examine(doctor::Request request, const DoctorFiles& 
 
 int run_doctor_cluster(const GlobalOptions& global, const doctor::Request& request,
                        const DoctorFiles& files) {
-  auto waiting =
-      std::make_unique<Watchdog>("doctor", std::chrono::duration<double>(global.timeout_s));
-  waiting->stage("mpi-init", false, kStartAdvice);
-  cluster::MpiSession session = cluster::MpiSession::start();
-  waiting.reset();
+  cluster::MpiSession session =
+      cluster::MpiSession::start_within("doctor", global.timeout_s, kStartAdvice);
 
   cluster::PerHostSpec spec;
   spec.command = "doctor";

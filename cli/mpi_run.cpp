@@ -4,10 +4,8 @@
 
 #include <algorithm>
 #include <iostream>
-#include <memory>
 
 #include "probes/base/cluster/mpi_session.hpp"
-#include "probes/base/watchdog.hpp"
 #include "probes/base/workers/cluster_group.hpp"
 #include "probes/topo/rank_placement.hpp"
 
@@ -23,11 +21,8 @@ constexpr const char* kWaitAdvice =
 
 int run_as_mpi_rank(const GlobalOptions& global, const std::string& subcommand,
                     const Runner& command) {
-  const std::chrono::duration<double> limit(global.timeout_s);
-  auto waiting = std::make_unique<Watchdog>(subcommand, limit);
-  waiting->stage("mpi-init", false, kWaitAdvice);
-  cluster::MpiSession session = cluster::MpiSession::start();
-  waiting.reset();
+  cluster::MpiSession session =
+      cluster::MpiSession::start_within(subcommand, global.timeout_s, kWaitAdvice);
   // Between two groups rank 0 reads its machine, plans and, after the last, analyses and
   // renders: the other ranks wait that long for its next word, and no longer.
   const std::chrono::duration<double> between_groups(std::max(120.0, global.timeout_s * 10));

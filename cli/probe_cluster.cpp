@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
-#include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/option_names.hpp"
@@ -13,7 +12,6 @@
 #include "probes/base/cluster/mpi_session.hpp"
 #include "probes/base/cluster/per_host.hpp"
 #include "probes/base/error.hpp"
-#include "probes/base/watchdog.hpp"
 #include "reports/probe/probe_report.hpp"
 
 namespace commtool::cli {
@@ -80,11 +78,8 @@ int verdict_code(const probe::ProbeClusterView& view) {
 
 int run_probe_cluster(const GlobalOptions& global, const probe::ProbeRequest& request,
                       ProbeFormat format) {
-  const std::chrono::duration<double> limit(global.timeout_s);
-  auto waiting = std::make_unique<Watchdog>("probe", limit);
-  waiting->stage("mpi-init", false, kStartAdvice);
-  cluster::MpiSession session = cluster::MpiSession::start();
-  waiting.reset();
+  cluster::MpiSession session =
+      cluster::MpiSession::start_within("probe", global.timeout_s, kStartAdvice);
   cluster::PerHostSpec spec;
   spec.command = "probe";
   spec.timeout_s = global.timeout_s;

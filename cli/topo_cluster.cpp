@@ -86,11 +86,9 @@ int run_topo_cluster(const GlobalOptions& global, TopoOptions options) {
   // MPI_Init waits for every rank, and so does the gather: --timeout bounds both, and each
   // rank's own discovery as on one machine.
   const std::chrono::duration<double> limit(global.timeout_s);
-  std::unique_ptr<Watchdog> waiting = std::make_unique<Watchdog>("topo", limit);
-  waiting->stage("mpi-init", false, kWaitAdvice);
-  cluster::MpiSession session = cluster::MpiSession::start();
+  cluster::MpiSession session =
+      cluster::MpiSession::start_within("topo", global.timeout_s, kWaitAdvice);
   const std::string who = fmt::format("rank {} on {}", session.rank(), session.hostname());
-  waiting.reset();
   if (global.verbose) {
     std::cerr << fmt::format("topo: {} of {} ranks, {}\n", who, session.size(),
                              session.library_version());

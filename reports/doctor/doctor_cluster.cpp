@@ -9,6 +9,7 @@
 
 #include "probes/base/error.hpp"
 #include "probes/base/input_file.hpp"
+#include "probes/base/measure/statistics.hpp"
 #include "reports/doctor/doctor_report.hpp"
 
 namespace commtool::reports::doctor {
@@ -112,9 +113,8 @@ bool compare_figures(std::vector<NodeDoctor>& nodes) {
     std::vector<double> values;
     for (const Check* c : checks)
       values.push_back(c->figure->value);
-    std::sort(values.begin(), values.end());
     const size_t n = values.size();
-    const double median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+    const double median = measure::summarize(std::move(values)).median;
     for (Check* c : checks) {
       const double share = c->figure->value / median;
       if (share >= kNodeFigureShare) continue;

@@ -10,6 +10,7 @@
 
 #include "probes/base/cluster/mpi_abi.hpp"
 #include "probes/base/error.hpp"
+#include "probes/base/watchdog.hpp"
 
 namespace commtool::cluster {
 
@@ -81,6 +82,13 @@ MpiSession MpiSession::start() {
   session.check(session.api_->init(&session.rank_, &session.size_, error, sizeof error), error);
   session.hostname_ = this_hostname();
   return session;
+}
+
+MpiSession MpiSession::start_within(const std::string& command, double timeout_s,
+                                    const char* advice) {
+  Watchdog waiting(command, std::chrono::duration<double>(timeout_s));
+  waiting.stage("mpi-init", false, advice);
+  return start();
 }
 
 MpiSession::MpiSession(MpiSession&& other) noexcept {

@@ -28,6 +28,10 @@ class MpiSession {
   // installation's commtool) and initialises MPI. Throws Error(kEnvironment) naming what is
   // missing: a build without MPI, the plugin, or the MPI library it needs.
   static MpiSession start();
+  // start() under a watchdog: MPI_Init waits for every rank, so a rank that never comes ends
+  // this process with exit 5 after `timeout_s`, naming `command` and saying `advice` (a string
+  // literal) instead of hanging.
+  static MpiSession start_within(const std::string& command, double timeout_s, const char* advice);
 
   MpiSession(MpiSession&& other) noexcept;
   MpiSession& operator=(MpiSession&& other) noexcept;
